@@ -1,0 +1,1 @@
+"""The pure core of sim: messages, the model boundary, tools, approval, commands and the loop."""

@@ -1,0 +1,82 @@
+"""The one error tree of `sim`; every error a run raises carries the history so far.
+
+    AgentError                        anything sim raises on purpose
+    ├── AgentRunError                 a run stopped without a final answer
+    │   ├── AgentLimitError           max_turns model requests made, still no answer
+    │   ├── IncompleteModelReplyError the reply hit the token limit (finish_reason "length")
+    │   └── ModelAPIError             the model endpoint answered with an error
+    ├── MessageContractError          tool calls and tool results are not paired (also ValueError)
+    ├── ConfigurationError            a setting or argument is unusable (also ValueError)
+    ├── ScenarioError                 a scripted fake was used against its script
+    └── CassetteError                 a cassette cannot be read, or replay diverged from it
+
+`history` and `turns` are filled in by `AgentRunner` when the error leaves a run; raised
+elsewhere they stay empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sim.core.messages import ChatMessage
+
+
+class AgentError(Exception):
+    """Base of every error sim raises; carries the run's history and turn count."""
+
+    def __init__(self, message: str, *, history: Sequence[ChatMessage] = (), turns: int = 0) -> None:
+        super().__init__(message)
+        self.message = message
+        self.history: tuple[ChatMessage, ...] = tuple(history)
+        self.turns = turns
+
+
+class AgentRunError(AgentError):
+    """A run stopped without a final answer."""
+
+
+class AgentLimitError(AgentRunError):
+    """The run made `max_turns` model requests without reaching a final answer."""
+
+
+class IncompleteModelReplyError(AgentRunError):
+    """The model's reply was cut off at the token limit; it was not stored."""
+
+
+class ModelAPIError(AgentRunError):
+    """The model endpoint answered with an error (HTTP status, error type and code)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        error_type: str | None = None,
+        code: str | None = None,
+        retry_after: float | None = None,
+        history: Sequence[ChatMessage] = (),
+        turns: int = 0,
+    ) -> None:
+        super().__init__(message, history=history, turns=turns)
+        self.status = status
+        self.error_type = error_type
+        self.code = code
+        self.retry_after = retry_after
+
+
+class MessageContractError(AgentError, ValueError):
+    """Tool calls and tool results break the pairing rules the API enforces."""
+
+
+class ConfigurationError(AgentError, ValueError):
+    """A setting or constructor argument cannot be used."""
+
+
+class ScenarioError(AgentError):
+    """A scripted fake was asked for something its script does not provide, or left steps unused."""
+
+
+class CassetteError(AgentError):
+    """A cassette cannot be read, or a replay diverged from it."""

@@ -1,0 +1,168 @@
+"""The agent loop: ask the model, run the tools it calls, repeat until it answers or max_turns."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+
+from sim.core.approval import ApprovalDecision, ApprovalRequest, Approver
+from sim.core.errors import (
+    AgentError,
+    AgentLimitError,
+    AgentRunError,
+    ConfigurationError,
+    IncompleteModelReplyError,
+)
+from sim.core.events import (
+    ModelReplied,
+    RunEnded,
+    RunEvent,
+    RunObserver,
+    ToolCallApproved,
+    ToolCallFinished,
+    ToolCallPrepared,
+    TurnStarted,
+)
+from sim.core.messages import (
+    ChatMessage,
+    HistoryView,
+    PairingChecker,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from sim.core.model import ModelClient, ModelRequest
+from sim.core.tools import ToolRegistry, ToolResult, ToolSnapshot
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a coding agent. Use tools when needed, inspect their results, and answer accurately."
+)
+DEFAULT_MAX_TURNS = 20
+APPROVAL_FAILED_CLOSED = "Tool approval failed closed"
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """A finished run: the final text, the whole history (all runs so far), and this run's turns."""
+
+    final_text: str
+    history: tuple[ChatMessage, ...]
+    turns: int
+
+
+class AgentRunner:
+    """Runs prompts through a model and tools; the history persists across `run()` calls."""
+
+    def __init__(
+        self,
+        model: ModelClient,
+        tools: ToolRegistry,
+        approver: Approver,
+        workspace: Path | str = ".",
+        system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+        max_turns: int = DEFAULT_MAX_TURNS,
+        observer: RunObserver | None = None,
+    ) -> None:
+        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
+            raise ConfigurationError("max_turns must be a positive integer")
+        if not system_prompt.strip():
+            raise ConfigurationError("system prompt must not be empty")
+        self.model = model
+        self.tools = tools
+        self.approver = approver
+        self.workspace = Path(workspace)
+        self.system = SystemMessage(content=system_prompt)
+        self.max_turns = max_turns
+        self.observer = observer
+        self._history: list[ChatMessage] = []
+        self._pairing = PairingChecker()
+
+    @property
+    def history(self) -> tuple[ChatMessage, ...]:
+        """Every message of every run so far, without the system prompt."""
+        return tuple(self._history)
+
+    def run_sync(self, prompt: str) -> RunResult:
+        """`run` for code that has no event loop."""
+        return asyncio.run(self.run(prompt))
+
+    async def run(self, prompt: str) -> RunResult:
+        """Answer `prompt`; raise an `AgentError` carrying the history if the run cannot finish."""
+        turns = 0
+        try:
+            self._append(UserMessage(content=prompt))
+            for turn in range(1, self.max_turns + 1):
+                self._pairing.require_complete()
+                snapshot = self.tools.snapshot()
+                request = ModelRequest(
+                    HistoryView(self.system, self._history, len(self._history)), snapshot.specs
+                )
+                self._emit(TurnStarted(turn, request))
+                turns = turn
+                reply = await self.model.complete(request)
+                self._emit(ModelReplied(turn, reply))
+                if reply.finish_reason == "length":
+                    raise IncompleteModelReplyError("Model output reached the token limit")
+                if reply.finish_reason == "content_filter":
+                    raise AgentRunError("Model response was blocked by the content filter")
+                message = reply.message
+                self._append(message)
+                if not message.tool_calls:
+                    if message.content is None:
+                        raise AgentRunError("Model stopped without final text or tool calls")
+                    result = RunResult(message.content, tuple(self._history), turns)
+                    self._emit(RunEnded(result, None))
+                    return result
+                for call in message.tool_calls:
+                    outcome = await self._execute(turn, call, snapshot)
+                    self._emit(ToolCallFinished(turn, call, outcome))
+                    self._append(ToolMessage(tool_call_id=call.id, content=outcome.content))
+            raise AgentLimitError(f"Agent exceeded max_turns={self.max_turns}")
+        except AgentError as error:
+            error.history, error.turns = tuple(self._history), turns
+            self._emit(RunEnded(None, error))
+            raise
+        except Exception as error:
+            wrapped = AgentRunError(
+                f"Run failed: {type(error).__name__}: {error}",
+                history=self._history,
+                turns=turns,
+            )
+            self._emit(RunEnded(None, wrapped))
+            raise wrapped from error
+
+    def _append(self, message: ChatMessage) -> None:
+        self._pairing.check(message)
+        self._history.append(message)
+
+    def _emit(self, event: RunEvent) -> None:
+        if self.observer is not None:
+            self.observer(event)
+
+    async def _execute(self, turn: int, call: ToolCall, snapshot: ToolSnapshot) -> ToolResult:
+        prepared = snapshot.prepare(call)
+        if isinstance(prepared, ToolResult):
+            self._emit(ToolCallPrepared(turn, call, prepared))
+            return prepared
+        self._emit(ToolCallPrepared(turn, call, None))
+        request = ApprovalRequest(call, prepared.tool.effect, prepared.arguments.model_dump(mode="json"))
+        decision = await self._approve(request)
+        self._emit(ToolCallApproved(turn, call, decision))
+        if not decision.allowed:
+            return ToolResult.error("permission_denied", decision.reason)
+        return await snapshot.invoke(prepared, self.workspace)
+
+    async def _approve(self, request: ApprovalRequest) -> ApprovalDecision:
+        try:
+            decision = await self.approver.approve(request)
+        except AgentError:
+            raise
+        except Exception:
+            return ApprovalDecision.deny(APPROVAL_FAILED_CLOSED)
+        if not isinstance(decision, ApprovalDecision) or (
+            not decision.allowed and not decision.reason.strip()
+        ):
+            return ApprovalDecision.deny(APPROVAL_FAILED_CLOSED)
+        return decision

@@ -1,0 +1,159 @@
+"""Chat messages (frozen, tagged by role) and the tool-call pairing contract."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Annotated, Literal, overload
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from sim.core.errors import MessageContractError
+
+NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class SystemMessage(_Message):
+    """Instructions sent first in every request; never stored in the history."""
+
+    role: Literal["system"] = "system"
+    content: str
+
+
+class UserMessage(_Message):
+    """What the user asked."""
+
+    role: Literal["user"] = "user"
+    content: str
+
+
+class ToolCall(_Message):
+    """One function call the model asked for; `arguments` is the raw JSON text it sent."""
+
+    id: NonEmpty
+    name: NonEmpty
+    arguments: str
+
+
+class AssistantMessage(_Message):
+    """The model's reply: text, tool calls, or both; `content` is None when the model sent none."""
+
+    role: Literal["assistant"] = "assistant"
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+class ToolMessage(_Message):
+    """The result of one tool call, answering it by id."""
+
+    role: Literal["tool"] = "tool"
+    tool_call_id: NonEmpty
+    content: str
+
+
+ChatMessage = Annotated[
+    SystemMessage | UserMessage | AssistantMessage | ToolMessage, Field(discriminator="role")
+]
+"""Any message, discriminated by `role`."""
+
+CHAT_MESSAGES: TypeAdapter[list[ChatMessage]] = TypeAdapter(list[ChatMessage])
+"""Validates and dumps lists of messages (`CHAT_MESSAGES.validate_python(...)`)."""
+
+
+class PairingChecker:
+    """Checks the pairing contract a message at a time: O(1) per message of an append-only history.
+
+    Every tool call of an assistant message must be answered by exactly one tool message with its
+    id before any other message; results may come in any order.
+    """
+
+    __slots__ = ("_calls", "_pending")
+
+    def __init__(self) -> None:
+        self._calls: frozenset[str] = frozenset()
+        self._pending: set[str] = set()
+
+    def check(self, message: ChatMessage) -> None:
+        """Raise `MessageContractError` if `message` cannot follow the messages checked so far."""
+        if isinstance(message, ToolMessage):
+            call_id = message.tool_call_id
+            if call_id in self._pending:
+                self._pending.discard(call_id)
+            elif call_id in self._calls:
+                raise MessageContractError(f"unexpected tool result id: {call_id}")
+            else:
+                raise MessageContractError(f"orphan tool result id: {call_id}")
+            return
+        self.require_complete()
+        if isinstance(message, AssistantMessage) and message.tool_calls:
+            ids = [call.id for call in message.tool_calls]
+            if len(set(ids)) != len(ids):
+                raise MessageContractError("assistant tool call ids must be unique")
+            self._calls = frozenset(ids)
+            self._pending = set(ids)
+        else:
+            self._calls = frozenset()
+
+    def require_complete(self) -> None:
+        """Raise `MessageContractError` if some tool calls still wait for their results."""
+        if self._pending:
+            missing = json.dumps(sorted(self._pending), separators=(",", ":"))
+            raise MessageContractError(f"missing tool results for ids: {missing}")
+
+
+def validate_pairing(messages: Iterable[ChatMessage]) -> None:
+    """Raise `MessageContractError` unless each tool call has exactly one result, each result a call."""
+    checker = PairingChecker()
+    for message in messages:
+        checker.check(message)
+    checker.require_complete()
+
+
+class HistoryView(Sequence[ChatMessage]):
+    """`[system, *history[:length]]` without copying: valid because a run's history only grows."""
+
+    __slots__ = ("_history", "_length", "system")
+
+    def __init__(self, system: SystemMessage, history: list[ChatMessage], length: int) -> None:
+        self.system = system
+        self._history = history
+        self._length = length
+
+    def __len__(self) -> int:
+        return self._length + 1
+
+    @overload
+    def __getitem__(self, index: int) -> ChatMessage: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[ChatMessage]: ...
+    def __getitem__(self, index: int | slice) -> ChatMessage | Sequence[ChatMessage]:
+        if isinstance(index, slice):
+            return list(self)[index]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("message index out of range")
+        return self.system if index == 0 else self._history[index - 1]
+
+    def __iter__(self) -> Iterator[ChatMessage]:
+        yield self.system
+        yield from itertools.islice(self._history, self._length)
+
+    def __repr__(self) -> str:
+        return f"HistoryView({list(self)!r})"
+
+    def new_since(self, earlier: Sequence[ChatMessage]) -> Sequence[ChatMessage] | None:
+        """The messages added after `earlier`, when this view extends it; None when it does not."""
+        if (
+            isinstance(earlier, HistoryView)
+            and earlier._history is self._history
+            and earlier.system == self.system
+            and earlier._length <= self._length
+        ):
+            return self._history[earlier._length : self._length]
+        return None

@@ -1,0 +1,59 @@
+"""The model boundary: what the loop sends (`ModelRequest`), what comes back (`ModelReply`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, NonNegativeInt
+
+from sim.core.messages import AssistantMessage, ChatMessage
+
+FinishReason = Literal["stop", "tool_calls", "length", "content_filter"]
+"""Why the model stopped; the loop acts on `length` and `content_filter` itself."""
+
+
+class Usage(BaseModel):
+    """Token counts of one reply."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    prompt_tokens: NonNegativeInt = 0
+    completion_tokens: NonNegativeInt = 0
+    total_tokens: NonNegativeInt = 0
+
+
+class ModelReply(BaseModel):
+    """One model reply: the assistant message, why it ended, and the tokens it cost."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    message: AssistantMessage
+    finish_reason: FinishReason
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool as the model sees it: name, description and the JSON Schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """One request: `[system, *history]` and the tools offered this turn."""
+
+    messages: Sequence[ChatMessage]
+    tools: tuple[ToolSpec, ...] = ()
+
+
+class ModelClient(Protocol):
+    """Anything that answers a `ModelRequest`; SDK objects never cross this boundary."""
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        """Send one request and return the reply, or raise an `AgentError` (`ModelAPIError`...)."""
+        ...
