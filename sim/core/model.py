@@ -8,7 +8,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, NonNegativeInt
 
-from sim.core.messages import AssistantMessage, ChatMessage
+from sim.core.messages import AssistantMessage, ChatMessage, ToolCall
 
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter"]
 """Why the model stopped; the loop acts on `length` and `content_filter` itself."""
@@ -32,6 +32,16 @@ class ModelReply(BaseModel):
     message: AssistantMessage
     finish_reason: FinishReason
     usage: Usage | None = None
+
+    @classmethod
+    def final(cls, text: str | None) -> ModelReply:
+        """A reply with text and no tool calls, ending with `stop`."""
+        return cls(message=AssistantMessage(content=text), finish_reason="stop")
+
+    @classmethod
+    def calling(cls, *calls: ToolCall, content: str | None = None) -> ModelReply:
+        """A reply asking for `calls`, ending with `tool_calls`."""
+        return cls(message=AssistantMessage(content=content, tool_calls=calls), finish_reason="tool_calls")
 
 
 @dataclass(frozen=True, slots=True)

@@ -109,6 +109,7 @@ class ToolDefinition:
     def spec(self) -> ToolSpec:
         """The name, description and JSON Schema the model is offered."""
         schema = self.input_model.model_json_schema(schema_generator=_SchemaWithoutTitles)
+        schema.pop("description", None)  # the input model's docstring; the tool has its own description
         return ToolSpec(self.name, self.description, schema)
 
 
