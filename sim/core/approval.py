@@ -8,6 +8,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Protocol, TextIO
 
+from pydantic import BaseModel
+
 from sim.core.messages import ToolCall
 from sim.core.tools import ToolEffect
 
@@ -28,7 +30,12 @@ class ApprovalRequest:
 
     call: ToolCall
     effect: ToolEffect
-    arguments: dict[str, Any]
+    validated: BaseModel
+
+    @property
+    def arguments(self) -> dict[str, Any]:
+        """The validated arguments as JSON-compatible data."""
+        return self.validated.model_dump(mode="json")
 
     @property
     def reason(self) -> str:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ParamSpec
 
 from sim.core.approval import ApprovalDecision, ApprovalRequest, Approver
 from sim.core.errors import (
@@ -41,6 +43,8 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 DEFAULT_MAX_TURNS = 20
 APPROVAL_FAILED_CLOSED = "Tool approval failed closed"
+
+_Fields = ParamSpec("_Fields")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,10 +103,10 @@ class AgentRunner:
                 request = ModelRequest(
                     HistoryView(self.system, self._history, len(self._history)), snapshot.specs
                 )
-                self._emit(TurnStarted(turn, request))
+                self._emit(TurnStarted, turn, request)
                 turns = turn
                 reply = await self.model.complete(request)
-                self._emit(ModelReplied(turn, reply))
+                self._emit(ModelReplied, turn, reply)
                 if reply.finish_reason == "length":
                     raise IncompleteModelReplyError("Model output reached the token limit")
                 if reply.finish_reason == "content_filter":
@@ -113,16 +117,16 @@ class AgentRunner:
                     if message.content is None:
                         raise AgentRunError("Model stopped without final text or tool calls")
                     result = RunResult(message.content, tuple(self._history), turns)
-                    self._emit(RunEnded(result, None))
+                    self._emit(RunEnded, result, None)
                     return result
                 for call in message.tool_calls:
                     outcome = await self._execute(turn, call, snapshot)
-                    self._emit(ToolCallFinished(turn, call, outcome))
+                    self._emit(ToolCallFinished, turn, call, outcome)
                     self._append(ToolMessage(tool_call_id=call.id, content=outcome.content))
             raise AgentLimitError(f"Agent exceeded max_turns={self.max_turns}")
         except AgentError as error:
             error.history, error.turns = tuple(self._history), turns
-            self._emit(RunEnded(None, error))
+            self._emit(RunEnded, None, error)
             raise
         except Exception as error:
             wrapped = AgentRunError(
@@ -130,26 +134,29 @@ class AgentRunner:
                 history=self._history,
                 turns=turns,
             )
-            self._emit(RunEnded(None, wrapped))
+            self._emit(RunEnded, None, wrapped)
             raise wrapped from error
 
     def _append(self, message: ChatMessage) -> None:
         self._pairing.check(message)
         self._history.append(message)
 
-    def _emit(self, event: RunEvent) -> None:
+    def _emit(
+        self, event: Callable[_Fields, RunEvent], *fields: _Fields.args, **named: _Fields.kwargs
+    ) -> None:
+        """Build and report an event only when someone observes: long runs allocate less."""
         if self.observer is not None:
-            self.observer(event)
+            self.observer(event(*fields, **named))
 
     async def _execute(self, turn: int, call: ToolCall, snapshot: ToolSnapshot) -> ToolResult:
         prepared = snapshot.prepare(call)
         if isinstance(prepared, ToolResult):
-            self._emit(ToolCallPrepared(turn, call, prepared))
+            self._emit(ToolCallPrepared, turn, call, prepared)
             return prepared
-        self._emit(ToolCallPrepared(turn, call, None))
-        request = ApprovalRequest(call, prepared.tool.effect, prepared.arguments.model_dump(mode="json"))
+        self._emit(ToolCallPrepared, turn, call, None)
+        request = ApprovalRequest(call, prepared.tool.effect, prepared.arguments)
         decision = await self._approve(request)
-        self._emit(ToolCallApproved(turn, call, decision))
+        self._emit(ToolCallApproved, turn, call, decision)
         if not decision.allowed:
             return ToolResult.error("permission_denied", decision.reason)
         return await snapshot.invoke(prepared, self.workspace)

@@ -152,7 +152,7 @@ class HistoryView(Sequence[ChatMessage]):
         if (
             isinstance(earlier, HistoryView)
             and earlier._history is self._history
-            and earlier.system == self.system
+            and (earlier.system is self.system or earlier.system == self.system)
             and earlier._length <= self._length
         ):
             return self._history[earlier._length : self._length]

@@ -10,11 +10,12 @@ import pytest
 
 from sim import AllowAllApprover, DenyAllApprover, TerminalApprover, ToolCall
 from sim.core.approval import NO_TTY_REASON, USER_DENIED_REASON, ApprovalDecision, ApprovalRequest
+from sim.tools.shell import ShellArguments
 
 REQUEST = ApprovalRequest(
     ToolCall(id="c1", name="shell", arguments='{"command": "rm -rf build"}'),
     "execute",
-    {"command": "rm -rf build"},
+    ShellArguments(command="rm -rf build"),
 )
 
 

@@ -23,6 +23,7 @@ from sim import (
 )
 from sim.core.approval import ApprovalRequest
 from sim.core.messages import HistoryView
+from sim.tools.shell import ShellArguments
 
 
 def request(*messages: object) -> ModelRequest:
@@ -119,7 +120,7 @@ class TestScriptedCommandRunner:
 class TestScriptedApprover:
     def ask(self, approver: ScriptedApprover) -> object:
         call = ToolCall(id="c1", name="shell", arguments="{}")
-        return asyncio.run(approver.approve(ApprovalRequest(call, "execute", {})))
+        return asyncio.run(approver.approve(ApprovalRequest(call, "execute", ShellArguments(command="ls"))))
 
     def test_answers_in_order(self) -> None:
         approver = ScriptedApprover([True, False])
