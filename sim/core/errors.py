@@ -65,6 +65,25 @@ class ModelAPIError(AgentRunError):
         self.code = code
         self.retry_after = retry_after
 
+    @classmethod
+    def from_status(
+        cls,
+        status: int,
+        message: str,
+        *,
+        error_type: str | None = None,
+        code: str | None = None,
+        retry_after: float | None = None,
+    ) -> ModelAPIError:
+        """The error for an HTTP error response, worded `HTTP 429: Rate limited`."""
+        return cls(
+            f"HTTP {status}: {message}",
+            status=status,
+            error_type=error_type,
+            code=code,
+            retry_after=retry_after,
+        )
+
 
 class MessageContractError(AgentError, ValueError):
     """Tool calls and tool results break the pairing rules the API enforces."""

@@ -36,6 +36,7 @@ from sim.core.messages import (
     UserMessage,
 )
 from sim.core.model import ModelClient, ModelRequest
+from sim.core.outcome import CONTENT_FILTERED, NO_FINAL_TEXT
 from sim.core.tools import ToolRegistry, ToolResult, ToolSnapshot
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -110,12 +111,12 @@ class AgentRunner:
                 if reply.finish_reason == "length":
                     raise IncompleteModelReplyError("Model output reached the token limit")
                 if reply.finish_reason == "content_filter":
-                    raise AgentRunError("Model response was blocked by the content filter")
+                    raise AgentRunError(CONTENT_FILTERED)
                 message = reply.message
                 self._append(message)
                 if not message.tool_calls:
                     if message.content is None:
-                        raise AgentRunError("Model stopped without final text or tool calls")
+                        raise AgentRunError(NO_FINAL_TEXT)
                     result = RunResult(message.content, tuple(self._history), turns)
                     self._emit(RunEnded, result, None)
                     return result

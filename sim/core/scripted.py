@@ -76,6 +76,7 @@ class ScriptedCommand:
     output: str = ""
     exit_code: int = 0
     timed_out: bool = False
+    start_fails: bool = False
 
 
 class ScriptedCommandRunner:
@@ -91,6 +92,8 @@ class ScriptedCommandRunner:
         for index, entry in enumerate(self._unused):
             if entry.command == command:
                 del self._unused[index]
+                if entry.start_fails:
+                    raise OSError(f"scripted start failure: {command!r}")
                 budget = OutputBudget(max_chars)
                 budget.feed_text(entry.output)
                 return CommandOutput(

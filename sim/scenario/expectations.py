@@ -1,0 +1,64 @@
+"""Comparing what a scenario expects with what its run did: one line per differing field."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sim.core.model import ModelRequest
+from sim.core.outcome import Outcome
+from sim.core.tools import ToolResult
+from sim.scenario.schema import RequestExpectation, Scenario
+
+
+def _differs(field: str, expected: Any, actual: Any) -> list[str]:
+    if expected is None or expected == actual:
+        return []
+    return [f"{field}: expected {expected!r}, got {actual!r}"]
+
+
+def check_run(
+    scenario: Scenario,
+    *,
+    outcome: Outcome,
+    error: str | None,
+    final_text: str | None,
+    turns: int,
+    tool_results: Mapping[str, ToolResult],
+    requests: Sequence[ModelRequest],
+) -> list[str]:
+    """Every way the run differs from `scenario.expect` and the replies' `expect_request`s."""
+    expect = scenario.expect
+    problems = []
+    if expect.outcome != outcome:
+        because = f" ({error})" if error else ""
+        problems.append(f"expect.outcome: expected {expect.outcome!r}, got {outcome!r}{because}")
+    problems += _differs("expect.final_text", expect.final_text, final_text)
+    problems += _differs("expect.turns", expect.turns, turns)
+    for call_id, wanted in expect.tool_results.items():
+        field = f"expect.tool_results.{call_id}"
+        got = tool_results.get(call_id)
+        if got is None:
+            problems.append(f"{field}: no call with this id ran")
+            continue
+        problems += _differs(f"{field}.content", wanted.content, got.content)
+        problems += _differs(f"{field}.is_error", wanted.is_error, got.is_error)
+        problems += _differs(f"{field}.error_code", wanted.error_code, got.error_code)
+    for index, reply in enumerate(scenario.replies):
+        if reply.expect_request is not None:
+            field = f"replies[{index}].expect_request"
+            if index >= len(requests):
+                problems.append(f"{field}: the loop sent no request for this reply")
+            else:
+                problems += _check_request(field, reply.expect_request, requests[index])
+    return problems
+
+
+def _check_request(field: str, expected: RequestExpectation, request: ModelRequest) -> list[str]:
+    problems = _differs(f"{field}.message_count", expected.message_count, len(request.messages))
+    problems += _differs(f"{field}.tools", expected.tools, [spec.name for spec in request.tools])
+    if expected.last_message is not None:
+        last = request.messages[-1]
+        for name, wanted in expected.last_message.model_dump(exclude_none=True).items():
+            problems += _differs(f"{field}.last_message.{name}", wanted, getattr(last, name, None))
+    return problems

@@ -1,0 +1,39 @@
+"""A scenario's script told turn by turn, without running it."""
+
+from __future__ import annotations
+
+from sim.core.transcript import preview
+from sim.scenario.schema import Scenario
+
+
+def outline(scenario: Scenario) -> list[str]:
+    """Lines for people: the prompt, each scripted reply, the world's answers, the expectations."""
+    lines = [f"{scenario.name}: {scenario.description}" if scenario.description else f"{scenario.name}"]
+    lines.append(f"user: {preview(scenario.prompt)}")
+    for number, (reply, ids) in enumerate(zip(scenario.replies, scenario.call_ids(), strict=True), 1):
+        if reply.error is not None:
+            lines.append(f"reply {number}: API error {reply.error.status}: {preview(reply.error.message)}")
+            continue
+        said = preview(reply.content) if reply.content is not None else ""
+        lines.append(f"reply {number}: {said or ('(calls tools)' if reply.tool_calls else '(no content)')}")
+        lines += [
+            f"  call {call_id}: {call.name} {preview(call.raw_arguments())}"
+            for call, call_id in zip(reply.tool_calls, ids, strict=True)
+        ]
+        if reply.finish_reason is not None:
+            lines.append(f"  finish_reason: {reply.finish_reason}")
+    for command in scenario.commands:
+        ending = "times out" if command.timed_out else f"exits {command.exit_code}"
+        lines.append(f"shell `{command.command}` prints {preview(command.output)!r} and {ending}")
+    approvals = scenario.approvals
+    lines.append(f"approvals: {approvals if isinstance(approvals, str) else ', '.join(map(str, approvals))}")
+    expect = scenario.expect
+    wanted = [f"outcome {expect.outcome}"]
+    if expect.turns is not None:
+        wanted.append(f"{expect.turns} turns")
+    if expect.final_text is not None:
+        wanted.append(f"final text {preview(expect.final_text)!r}")
+    if expect.tool_results:
+        wanted.append(f"results of {', '.join(expect.tool_results)}")
+    lines.append(f"expect: {'; '.join(wanted)}")
+    return lines

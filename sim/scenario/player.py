@@ -1,0 +1,96 @@
+"""Playing scenarios: the real `AgentRunner` in a scenario's scripted world, judged by its expectations."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from sim.core.errors import AgentError, ScenarioError
+from sim.core.loop import DEFAULT_SYSTEM_PROMPT, AgentRunner
+from sim.core.outcome import Outcome, outcome_of
+from sim.core.transcript import TranscriptRecorder
+from sim.scenario.expectations import check_run
+from sim.scenario.loader import load_scenario
+from sim.scenario.schema import Scenario
+from sim.scenario.world import build_world
+
+
+@dataclass(frozen=True, slots=True)
+class PlayReport:
+    """How one scenario went: passed when `problems` is empty."""
+
+    path: str
+    name: str
+    outcome: Outcome | None
+    final_text: str | None
+    turns: int
+    problems: tuple[str, ...]
+    transcript: tuple[str, ...]
+    load_seconds: float = 0.0
+    run_seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        """Whether the run matched every expectation and used its whole script."""
+        return not self.problems
+
+
+async def play_scenario(scenario: Scenario, *, path: Path | None = None) -> PlayReport:
+    """Run `scenario` through the real loop with strict scripted fakes and check what came out."""
+    started = time.perf_counter()
+    world = build_world(scenario)
+    recorder = TranscriptRecorder()
+    runner = AgentRunner(
+        world.model,
+        world.tools,
+        world.approver,
+        workspace=path.parent if path else Path.cwd(),
+        system_prompt=scenario.system_prompt or DEFAULT_SYSTEM_PROMPT,
+        max_turns=scenario.max_turns,
+        observer=recorder,
+    )
+    final_text: str | None = None
+    error: AgentError | None = None
+    try:
+        result = await runner.run(scenario.prompt)
+        final_text, turns = result.final_text, result.turns
+    except AgentError as raised:
+        error, turns = raised, raised.turns
+    problems: list[str]
+    if isinstance(error, ScenarioError):
+        outcome: Outcome | None = None
+        problems = [str(error)]
+    else:
+        outcome = outcome_of(error)
+        problems = world.unused() + check_run(
+            scenario,
+            outcome=outcome,
+            error=str(error) if error else None,
+            final_text=final_text,
+            turns=turns,
+            tool_results={call_id: event.result for call_id, event in recorder.tool_results.items()},
+            requests=world.model.requests,
+        )
+    return PlayReport(
+        path=str(path) if path else "",
+        name=scenario.name or "",
+        outcome=outcome,
+        final_text=final_text,
+        turns=turns,
+        problems=tuple(problems),
+        transcript=(f"user: {scenario.prompt}", *recorder.lines),
+        run_seconds=time.perf_counter() - started,
+    )
+
+
+async def play_file(path: Path) -> PlayReport:
+    """Load and play one file; a file that does not load is a failed report saying why."""
+    started = time.perf_counter()
+    try:
+        scenario = load_scenario(path)
+    except ScenarioError as error:
+        return PlayReport(str(path), path.stem, None, None, 0, (str(error),), ())
+    loaded = time.perf_counter()
+    report = await play_scenario(scenario, path=path)
+    return replace(report, load_seconds=loaded - started)

@@ -1,0 +1,180 @@
+"""The scenario file format: what people write to script a model, the world, and what must come out."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
+
+from sim.core.commands import DEFAULT_MAX_CHARS, DEFAULT_TIMEOUT_SECONDS
+from sim.core.model import FinishReason
+from sim.core.outcome import Outcome
+
+ToolName = Literal["shell"]
+"""The built-in tools a scenario can offer."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, coerce_numbers_to_str=True)
+
+
+class ScriptedToolCallSpec(_Strict):
+    """One tool call the model makes."""
+
+    id: Annotated[str, Field(min_length=1)] | None = Field(
+        None, description="The call id; `call_<n>` (n counting calls in the file from 1) when left out."
+    )
+    name: Annotated[str, Field(min_length=1)] = Field(description="The tool the model calls.")
+    arguments: Any = Field(
+        default_factory=dict,
+        description="A mapping (sent as the JSON the model would write) or a string (sent as is, "
+        "so `'{'` scripts invalid JSON).",
+    )
+
+    def raw_arguments(self) -> str:
+        """The arguments as the model sends them: a string unchanged, anything else as compact JSON."""
+        if isinstance(self.arguments, str):
+            return self.arguments
+        return json.dumps(self.arguments, ensure_ascii=False, separators=(",", ":"))
+
+
+class ScriptedErrorSpec(_Strict):
+    """An error response from the API instead of a reply, raised as the OpenAI adapter would."""
+
+    status: int = Field(ge=400, le=599, description="The HTTP status, e.g. 429.")
+    message: str = Field(description="The error message the API sends.")
+    type: str | None = Field(None, description="The API's error type, e.g. `rate_limit_error`.")
+    code: str | None = Field(None, description="The API's error code.")
+    retry_after: float | None = Field(None, ge=0, description="Seconds, as sent in `Retry-After`.")
+
+
+class MessageExpectation(_Strict):
+    """Fields a message must have; those left out are not checked."""
+
+    role: Literal["system", "user", "assistant", "tool"] | None = None
+    content: str | None = None
+    tool_call_id: str | None = None
+
+
+class RequestExpectation(_Strict):
+    """What the request answered by this reply must look like."""
+
+    message_count: PositiveInt | None = Field(None, description="Messages sent, system prompt included.")
+    last_message: MessageExpectation | None = Field(None, description="The last message sent.")
+    tools: list[str] | None = Field(None, description="Names of the tools offered, in order.")
+
+
+class ScriptedReplySpec(_Strict):
+    """What the model answers to one request: text and/or tool calls, or an API error."""
+
+    content: str | None = Field(None, description="The reply's text; null (or left out) for none.")
+    tool_calls: list[ScriptedToolCallSpec] = Field(default_factory=list, description="Calls, in order.")
+    finish_reason: FinishReason | None = Field(
+        None, description="Derived when left out: `tool_calls` when there are calls, else `stop`."
+    )
+    error: ScriptedErrorSpec | None = Field(None, description="An API error instead of a reply.")
+    expect_request: RequestExpectation | None = Field(
+        None, description="Checks on the request the loop sent for this reply."
+    )
+
+    @model_validator(mode="after")
+    def _error_stands_alone(self) -> ScriptedReplySpec:
+        if self.error is not None and (self.content is not None or self.tool_calls or self.finish_reason):
+            raise ValueError("a reply with `error` cannot also have content, tool_calls or finish_reason")
+        return self
+
+    def finish(self) -> FinishReason:
+        """The finish reason, derived when not written."""
+        return self.finish_reason or ("tool_calls" if self.tool_calls else "stop")
+
+
+class ScriptedCommandSpec(_Strict):
+    """What one shell command "prints"; it is never executed."""
+
+    command: str = Field(min_length=1, description="The exact command the model sends.")
+    output: str = Field("", description="Its stdout and stderr, merged.")
+    exit_code: int = Field(0, description="Its exit code.")
+    timed_out: bool = Field(False, description="Whether it ran past the timeout.")
+    start_fails: bool = Field(False, description="Whether the shell could not even be started.")
+
+
+class ShellSettings(_Strict):
+    """Settings of the scenario's shell tool."""
+
+    timeout: float = Field(DEFAULT_TIMEOUT_SECONDS, gt=0, description="Seconds, shown in timeout errors.")
+    max_chars: PositiveInt = Field(DEFAULT_MAX_CHARS, description="Output kept before `[output truncated]`.")
+
+
+class ToolResultExpectation(_Strict):
+    """What one call's result must be; fields left out are not checked."""
+
+    content: str | None = None
+    is_error: bool | None = None
+    error_code: str | None = None
+
+
+class Expectation(_Strict):
+    """What must come out of the run; fields left out are not checked, except `outcome`."""
+
+    outcome: Outcome = Field("completed", description="How the run must end.")
+    final_text: str | None = Field(None, description="The final answer, exactly.")
+    turns: PositiveInt | None = Field(None, description="Model requests made.")
+    tool_results: dict[str, ToolResultExpectation] = Field(
+        default_factory=dict, description="Results by call id."
+    )
+
+
+Approvals = Literal["allow", "deny"] | list[bool]
+
+
+def _default_tools() -> list[ToolName]:
+    return ["shell"]
+
+
+class Scenario(_Strict):
+    """One scripted run: the prompt, the model's replies, the world's answers, and the expectations."""
+
+    name: str | None = Field(None, description="A short name; the file name when left out.")
+    description: str | None = Field(None, description="What the scenario shows, in a sentence or two.")
+    prompt: str = Field(description="The user's message.")
+    system_prompt: Annotated[str, Field(min_length=1)] | None = Field(
+        None, description="The system prompt; the loop's default when left out."
+    )
+    max_turns: PositiveInt = Field(20, description="The most model requests the run may make.")
+    tools: list[ToolName] = Field(default_factory=_default_tools, description="Built-in tools offered.")
+    approvals: Approvals = Field(
+        "allow", description="`allow`, `deny`, or one answer per approval request, in order: [yes, no]."
+    )
+    shell: ShellSettings = Field(default_factory=ShellSettings, description="The shell tool's settings.")
+    commands: list[ScriptedCommandSpec] = Field(
+        default_factory=list, description="What the shell prints for each command; each answers one run."
+    )
+    replies: list[ScriptedReplySpec] = Field(min_length=1, description="One entry per model request.")
+    expect: Expectation = Field(default_factory=Expectation, description="What must come out.")
+
+    @field_validator("approvals", mode="before")
+    @classmethod
+    def _approvals_word(cls, value: Any) -> Any:
+        if isinstance(value, str) and value not in ("allow", "deny"):
+            raise ValueError(f"must be allow, deny, or a list of answers like [yes, no], not {value!r}")
+        return value
+
+    @field_validator("tools")
+    @classmethod
+    def _tools_once(cls, tools: list[str]) -> list[str]:
+        if len(set(tools)) != len(tools):
+            raise ValueError("each tool may be listed once")
+        return tools
+
+    def call_ids(self) -> list[list[str]]:
+        """The id of every call, reply by reply, with `call_<n>` filled in where none was written."""
+        ids: list[list[str]] = []
+        number = 0
+        for reply in self.replies:
+            row = []
+            for call in reply.tool_calls:
+                number += 1
+                row.append(call.id or f"call_{number}")
+            ids.append(row)
+        return ids
