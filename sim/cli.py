@@ -15,6 +15,7 @@ from rich.progress import Progress
 from rich.text import Text
 
 from sim.core.errors import ScenarioError
+from sim.core.transcript import turns
 from sim.scenario.loader import load_scenario, scenario_files
 from sim.scenario.outline import outline
 from sim.scenario.player import PlayReport, play_file
@@ -97,7 +98,7 @@ async def _play_all(files: list[Path], *, progress: bool) -> list[PlayReport]:
 
 def _print_report(report: PlayReport, verbose: bool) -> None:
     if report.passed:
-        detail = f"{report.outcome}, {report.turns} turns"
+        detail = f"{report.outcome}, {turns(report.turns)}"
         out.print(f"[green]PASS[/green] {report.path} [dim]({detail})[/dim]")
     else:
         out.print(f"[red]FAIL[/red] {report.path}")

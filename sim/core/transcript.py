@@ -21,6 +21,11 @@ def preview(text: str, limit: int = _PREVIEW_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
+def turns(count: int) -> str:
+    """`1 turn`, `2 turns`."""
+    return f"{count} turn" if count == 1 else f"{count} turns"
+
+
 def describe(event: RunEvent) -> list[str]:
     """The lines that tell one event."""
     if isinstance(event, TurnStarted):
@@ -42,9 +47,11 @@ def describe(event: RunEvent) -> list[str]:
         return [f"  result {event.call.id}: {preview(event.result.content)}"]
     if isinstance(event, RunEnded):
         if event.result is not None:
-            return [f"completed in {event.result.turns} turns: {preview(event.result.final_text)}"]
+            return [f"completed in {turns(event.result.turns)}: {preview(event.result.final_text)}"]
         if event.error is not None:
-            return [f"{outcome_of(event.error)} after {event.error.turns} turns: {preview(str(event.error))}"]
+            return [
+                f"{outcome_of(event.error)} after {turns(event.error.turns)}: {preview(str(event.error))}"
+            ]
     return []
 
 

@@ -1,0 +1,1 @@
+"""Testing with sim: the pytest plugin that collects scenario files."""

@@ -1,0 +1,90 @@
+"""pytest plugin: each scenario file under `--sim-scenarios=DIR` or the ini option `sim_scenarios` is a test.
+
+Folders named with `--sim-scenarios` are always collected. Folders named in the ini file are collected
+when pytest chooses what to run (no paths given) or a given path lies in them, so `pytest tests/x.py`
+stays narrow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sim.scenario.loader import SCENARIO_SUFFIXES
+from sim.scenario.player import PlayReport, play_file
+
+_ROOTS = pytest.StashKey[tuple[Path, ...]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """`--sim-scenarios=DIR` (repeatable) and the ini option `sim_scenarios`."""
+    parser.getgroup("sim").addoption(
+        "--sim-scenarios",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="collect every scenario file (*.yaml, *.yml) under DIR as a test",
+    )
+    parser.addini("sim_scenarios", type="paths", default=[], help="folders of scenario files to collect")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Remember the scenario folders and make sure pytest walks them."""
+    named = [(config.invocation_params.dir / p).resolve() for p in config.getoption("sim_scenarios")]
+    configured = [Path(p).resolve() for p in config.getini("sim_scenarios")]
+    config.stash[_ROOTS] = tuple(dict.fromkeys([*named, *configured]))
+    walked = named if config.args_source == pytest.Config.ArgsSource.ARGS else [*named, *configured]
+    for root in dict.fromkeys(walked):
+        if str(root) not in config.args:
+            config.args.append(str(root))
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """A scenario file under one of the folders becomes a `ScenarioFile`."""
+    roots = parent.config.stash.get(_ROOTS, ())
+    if file_path.suffix in SCENARIO_SUFFIXES and any(root in file_path.resolve().parents for root in roots):
+        return ScenarioFile.from_parent(parent, path=file_path)
+    return None
+
+
+class ScenarioFile(pytest.File):
+    """A scenario file; it holds one test, named after the file."""
+
+    def collect(self) -> list[pytest.Item]:
+        """The file's one scenario."""
+        return [ScenarioItem.from_parent(self, name=self.path.stem)]
+
+
+class ScenarioFailed(Exception):
+    """A scenario's run did not match its expectations."""
+
+    def __init__(self, report: PlayReport) -> None:
+        super().__init__(report.problems)
+        self.report = report
+
+
+class ScenarioItem(pytest.Item):
+    """Plays one scenario file through the real loop; fails with each differing field."""
+
+    def runtest(self) -> None:
+        """Play the file."""
+        report = asyncio.run(play_file(self.path))
+        if not report.passed:
+            raise ScenarioFailed(report)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        """The problems, then the transcript."""
+        if isinstance(excinfo.value, ScenarioFailed):
+            report = excinfo.value.report
+            lines = [f"scenario {report.path} failed:", *(f"  {p}" for p in report.problems)]
+            if report.transcript:
+                lines += ["transcript:", *(f"  {line}" for line in report.transcript)]
+            return "\n".join(lines)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        """Where the test comes from."""
+        return self.path, 0, f"scenario {self.name}"
