@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from sim.cli import app
 
@@ -33,3 +34,80 @@ def test_bundled_offline_example_runs_the_real_loop() -> None:
     )
     assert 'shell {"command": "echo 42"} -> \'42\'' in done.stdout
     assert done.stdout.strip().endswith("final (2 turns): The command printed 42.")
+
+
+SCENARIOS = REPO / "scenarios"
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(app, list(args))
+
+
+class TestPlay:
+    def test_bundled_scenarios_all_pass(self) -> None:
+        result = invoke("play", str(SCENARIOS))
+        assert result.exit_code == 0, result.output
+        assert result.output.count("PASS ") == len(list(SCENARIOS.glob("*.yaml")))
+        assert result.output.strip().endswith(f"{len(list(SCENARIOS.glob('*.yaml')))} passed, 0 failed")
+
+    def test_verbose_prints_the_transcript(self) -> None:
+        result = invoke("play", "-v", str(SCENARIOS / "echo-42.yaml"))
+        assert result.exit_code == 0
+        assert "result call_1: 42" in result.output
+        assert "completed in 2 turns: The command printed 42." in result.output
+
+    def test_failure_exits_1_and_names_the_field(self, tmp_path: Path) -> None:
+        (tmp_path / "bad.yaml").write_text("prompt: p\nreplies: [{content: a}]\nexpect: {final_text: b}\n")
+        (tmp_path / "good.yaml").write_text("prompt: p\nreplies: [{content: a}]\n")
+        result = invoke("play", str(tmp_path))
+        assert result.exit_code == 1
+        assert "expect.final_text: expected 'b', got 'a'" in result.output
+        assert result.output.strip().endswith("1 passed, 1 failed")
+
+    def test_json(self) -> None:
+        result = invoke("play", "--json", str(SCENARIOS / "max-turns.yaml"))
+        assert result.exit_code == 0
+        (report,) = json.loads(result.output)
+        assert (report["passed"], report["outcome"], report["turns"]) == (True, "max_turns", 3)
+
+    def test_missing_path_is_a_usage_error(self, tmp_path: Path) -> None:
+        result = invoke("play", str(tmp_path / "nope"))
+        assert result.exit_code == 2
+        assert "no such file or folder" in result.output
+
+    def test_folder_without_scenarios_is_a_usage_error(self, tmp_path: Path) -> None:
+        assert invoke("play", str(tmp_path)).exit_code == 2
+
+
+class TestCheck:
+    def test_valid_and_invalid(self, tmp_path: Path) -> None:
+        (tmp_path / "bad.yaml").write_text("prompt: p\nreplies: []\n")
+        result = invoke("check", str(SCENARIOS / "echo-42.yaml"), str(tmp_path / "bad.yaml"))
+        assert result.exit_code == 1
+        assert (
+            f"invalid {tmp_path / 'bad.yaml'}:2:10: replies: List should have at least 1 item"
+            in result.output
+        )
+        assert result.output.strip().endswith("1 valid, 1 invalid")
+
+    def test_all_bundled_are_valid(self) -> None:
+        result = invoke("check", "--json", str(SCENARIOS))
+        assert result.exit_code == 0
+        assert all(entry["valid"] for entry in json.loads(result.output))
+
+
+class TestShow:
+    def test_prints_the_scripted_conversation(self) -> None:
+        result = invoke("show", str(SCENARIOS / "approval-denied.yaml"))
+        assert result.exit_code == 0
+        lines = result.output.splitlines()
+        assert lines[0].startswith("approval-denied: The person denies")
+        assert '  call call_1: shell {"command":"rm -rf build"}' in lines
+        assert "approvals: False, True" in lines
+        assert lines[-1].startswith("expect: outcome completed; 3 turns")
+
+    def test_malformed_file(self, tmp_path: Path) -> None:
+        (tmp_path / "bad.yaml").write_text("prompt: [\n")
+        result = invoke("show", str(tmp_path / "bad.yaml"))
+        assert result.exit_code == 1
+        assert "bad.yaml:2:1: YAML syntax" in result.output

@@ -77,7 +77,9 @@ def read_yaml(path: Path) -> YamlDocument:
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         problem = error.problem or "invalid YAML"
         context = error.context_mark
-        if error.context and context and context is not mark:
+        if error.context and problem.startswith("but "):
+            problem = f"{error.context} {problem}"
+        elif error.context and context and context is not mark:
             problem += f" ({error.context} at line {context.line + 1}, column {context.column + 1})"
         raise ScenarioError(f"{where}: YAML syntax: {problem}") from error
     except yaml.YAMLError as error:

@@ -1,0 +1,121 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sim import ModelAPIError, ScenarioError
+from sim.scenario import load_scenario, scenario_files
+from sim.scenario.world import scripted_replies
+
+MALFORMED = sorted((Path(__file__).parent / "malformed").glob("*.yaml"))
+
+
+def write(tmp_path: Path, text: str, name: str = "scenario.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("path", MALFORMED, ids=[p.stem for p in MALFORMED])
+def test_malformed_file_is_rejected_with_file_line_column(path: Path) -> None:
+    """Each file's first line says the error it must produce: `# error: LINE:COLUMN: what`."""
+    expected = path.read_text().splitlines()[0].removeprefix("# error: ")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert str(caught.value) == f"{path}:{expected}"
+    assert "\n" not in str(caught.value)
+
+
+def test_there_are_at_least_ten_malformed_files() -> None:
+    assert len(MALFORMED) >= 10
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError, match=r"missing\.yaml: cannot read"):
+        load_scenario(tmp_path / "missing.yaml")
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError, match=r":1:1: a scenario must be a mapping"):
+        load_scenario(write(tmp_path, ""))
+
+
+class TestArguments:
+    def test_mapping_becomes_the_compact_json_the_model_would_send(self, tmp_path: Path) -> None:
+        scenario = load_scenario(
+            write(
+                tmp_path, "prompt: p\nreplies:\n  - tool_calls: [{name: shell, arguments: {command: é 1}}]\n"
+            )
+        )
+        (reply,) = scripted_replies(scenario)
+        assert not isinstance(reply, Exception)
+        assert reply.message.tool_calls[0].arguments == '{"command":"é 1"}'
+        assert json.loads(reply.message.tool_calls[0].arguments) == {"command": "é 1"}
+
+    @pytest.mark.parametrize("raw", ["{", "[1, 2]", "", "null", '{"command": "ls"}'])
+    def test_string_is_kept_raw(self, tmp_path: Path, raw: str) -> None:
+        text = f"prompt: p\nreplies:\n  - tool_calls: [{{name: shell, arguments: {json.dumps(raw)}}}]\n"
+        (reply,) = scripted_replies(load_scenario(write(tmp_path, text)))
+        assert not isinstance(reply, Exception)
+        assert reply.message.tool_calls[0].arguments == raw
+
+    def test_ids_default_to_call_n_counting_across_the_file(self, tmp_path: Path) -> None:
+        text = (
+            "prompt: p\nreplies:\n"
+            "  - tool_calls: [{name: a}, {id: mine, name: b}]\n"
+            "  - tool_calls: [{name: c}]\n"
+        )
+        scenario = load_scenario(write(tmp_path, text))
+        assert scenario.call_ids() == [["call_1", "mine"], ["call_3"]]
+
+
+class TestReplies:
+    def test_finish_reason_is_derived_or_scripted(self, tmp_path: Path) -> None:
+        text = (
+            "prompt: p\nreplies:\n"
+            "  - tool_calls: [{name: shell}]\n"
+            "  - content: done\n"
+            "  - {content: cut, finish_reason: length}\n"
+            "  - {content: x, tool_calls: [{name: shell}], finish_reason: stop}\n"
+        )
+        reasons = [r.finish_reason for r in scripted_replies(load_scenario(write(tmp_path, text)))]  # type: ignore[union-attr]
+        assert reasons == ["tool_calls", "stop", "length", "stop"]
+
+    def test_error_reply_is_the_typed_error_the_adapter_raises(self, tmp_path: Path) -> None:
+        text = (
+            "prompt: p\nreplies:\n  - error: {status: 429, message: Slow down, type: rate_limit_error,"
+            " code: rate_limit_exceeded, retry_after: 2.5}\n"
+        )
+        (error,) = scripted_replies(load_scenario(write(tmp_path, text)))
+        assert isinstance(error, ModelAPIError)
+        assert str(error) == "HTTP 429: Slow down"
+        assert (error.status, error.error_type, error.code, error.retry_after) == (
+            429,
+            "rate_limit_error",
+            "rate_limit_exceeded",
+            2.5,
+        )
+
+    def test_numbers_in_text_fields_are_text(self, tmp_path: Path) -> None:
+        scenario = load_scenario(
+            write(tmp_path, "prompt: p\nreplies:\n  - content: 42\nexpect: {final_text: 42}\n")
+        )
+        assert scenario.replies[0].content == "42"
+        assert scenario.expect.final_text == "42"
+
+
+def test_name_defaults_to_the_file_name(tmp_path: Path) -> None:
+    assert (
+        load_scenario(write(tmp_path, "prompt: p\nreplies: [{content: x}]\n", "my-case.yml")).name
+        == "my-case"
+    )
+
+
+def test_scenario_files_searches_folders_recursively_in_order(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    for name in ["b/z.yaml", "a.yml", "b/notes.txt", "c.yaml"]:
+        (tmp_path / name).write_text("x")
+    found = scenario_files([tmp_path])
+    assert [p.relative_to(tmp_path).as_posix() for p in found] == ["a.yml", "b/z.yaml", "c.yaml"]

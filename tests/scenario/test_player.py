@@ -1,0 +1,218 @@
+from __future__ import annotations
+
+import asyncio
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sim.scenario import PlayReport, play_file
+
+ECHO = """
+prompt: Run `echo 42`.
+commands:
+  - {command: echo 42, output: "42"}
+replies:
+  - tool_calls: [{id: call_1, name: shell, arguments: {command: echo 42}}]
+    expect_request:
+      message_count: 2
+      last_message: {role: user, content: Run `echo 42`.}
+      tools: [shell]
+  - content: It printed 42.
+    expect_request:
+      message_count: 4
+      last_message: {role: tool, tool_call_id: call_1, content: "42"}
+expect:
+  outcome: completed
+  final_text: It printed 42.
+  turns: 2
+  tool_results:
+    call_1: {content: "42", is_error: false}
+"""
+
+
+def play(tmp_path: Path, text: str) -> PlayReport:
+    path = tmp_path / "case.yaml"
+    path.write_text(textwrap.dedent(text))
+    return asyncio.run(play_file(path))
+
+
+def test_matching_run_passes_with_a_transcript(tmp_path: Path) -> None:
+    report = play(tmp_path, ECHO)
+    assert report.problems == ()
+    assert report.passed
+    assert (report.outcome, report.final_text, report.turns) == ("completed", "It printed 42.", 2)
+    assert report.transcript[0] == "user: Run `echo 42`."
+    assert "  result call_1: 42" in report.transcript
+    assert report.transcript[-1] == "completed in 2 turns: It printed 42."
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "problem"),
+    [
+        ("outcome: completed", "outcome: max_turns", "expect.outcome: expected 'max_turns', got 'completed'"),
+        ("final_text: It printed 42.", "final_text: It printed 43.",
+         "expect.final_text: expected 'It printed 43.', got 'It printed 42.'"),
+        ("turns: 2", "turns: 3", "expect.turns: expected 3, got 2"),
+        ('call_1: {content: "42", is_error: false}', 'call_1: {content: "43"}',
+         "expect.tool_results.call_1.content: expected '43', got '42'"),
+        ('call_1: {content: "42", is_error: false}', "call_1: {is_error: true}",
+         "expect.tool_results.call_1.is_error: expected True, got False"),
+        ('call_1: {content: "42", is_error: false}', "call_1: {error_code: shell_failed}",
+         "expect.tool_results.call_1.error_code: expected 'shell_failed', got None"),
+        ('call_1: {content: "42", is_error: false}', "call_9: {content: x}",
+         "expect.tool_results.call_9: no call with this id ran"),
+        ("message_count: 4", "message_count: 5", "replies[1].expect_request.message_count: expected 5, got 4"),
+        ('tool_call_id: call_1, content: "42"}', 'tool_call_id: call_1, content: "41"}',
+         "replies[1].expect_request.last_message.content: expected '41', got '42'"),
+        ("last_message: {role: user,", "last_message: {role: assistant,",
+         "replies[0].expect_request.last_message.role: expected 'assistant', got 'user'"),
+        ("tools: [shell]", "tools: []", "replies[0].expect_request.tools: expected [], got ['shell']"),
+    ],
+    ids=[
+        "outcome", "final_text", "turns", "result content", "result is_error", "result error_code",
+        "result of a call that never ran", "request message_count", "request last content",
+        "request last role", "request tools",
+    ],
+)  # fmt: skip
+def test_each_differing_field_is_reported(tmp_path: Path, old: str, new: str, problem: str) -> None:
+    assert old in ECHO
+    report = play(tmp_path, ECHO.replace(old, new))
+    assert not report.passed
+    assert report.problems == (problem,)
+
+
+def test_several_differences_are_all_reported(tmp_path: Path) -> None:
+    report = play(
+        tmp_path, ECHO.replace("turns: 2", "turns: 5").replace("It printed 42.\n  turns", "x\n  turns")
+    )
+    assert len(report.problems) == 2
+
+
+def test_outcome_difference_says_why(tmp_path: Path) -> None:
+    report = play(tmp_path, "prompt: p\nreplies: [{content: null}]\n")
+    assert report.problems == (
+        "expect.outcome: expected 'completed', got 'no_final_text'"
+        " (Model stopped without final text or tool calls)",
+    )
+
+
+def test_expect_request_for_a_reply_never_requested(tmp_path: Path) -> None:
+    text = """
+    prompt: p
+    replies:
+      - {content: cut, finish_reason: length}
+      - content: never
+        expect_request: {message_count: 3}
+    expect: {outcome: incomplete}
+    """
+    report = play(tmp_path, text)
+    assert "replies[1].expect_request: the loop sent no request for this reply" in report.problems
+
+
+class TestStrictness:
+    def test_unused_reply(self, tmp_path: Path) -> None:
+        report = play(tmp_path, "prompt: p\nreplies: [{content: one}, {content: two}]\n")
+        assert report.problems == ("ScriptedModel has 1 unused of 2 scripted replies",)
+
+    def test_request_without_a_reply(self, tmp_path: Path) -> None:
+        text = """
+        prompt: p
+        commands: [{command: ls}]
+        replies:
+          - tool_calls: [{name: shell, arguments: {command: ls}}]
+        """
+        report = play(tmp_path, text)
+        assert report.outcome is None
+        assert report.problems == ("ScriptedModel got request 2 but its script has 1 replies",)
+
+    def test_unscripted_command_is_named(self, tmp_path: Path) -> None:
+        text = """
+        prompt: p
+        replies:
+          - tool_calls: [{name: shell, arguments: {command: rm -rf /}}]
+          - content: done
+        """
+        report = play(tmp_path, text)
+        assert report.problems == ("unscripted command: 'rm -rf /'",)
+
+    def test_unused_command(self, tmp_path: Path) -> None:
+        report = play(tmp_path, "prompt: p\ncommands: [{command: ls}]\nreplies: [{content: done}]\n")
+        assert report.problems == ("scripted commands never run: 'ls'",)
+
+    def test_approvals_running_out(self, tmp_path: Path) -> None:
+        text = """
+        prompt: p
+        approvals: [yes]
+        commands: [{command: ls}, {command: pwd}]
+        replies:
+          - tool_calls: [{name: shell, arguments: {command: ls}}, {name: shell, arguments: {command: pwd}}]
+          - content: done
+        """
+        report = play(tmp_path, text)
+        assert report.problems == ("approval request 2 (call call_2, shell) has no scripted answer",)
+
+    def test_unused_approval_answers(self, tmp_path: Path) -> None:
+        report = play(tmp_path, "prompt: p\napprovals: [yes, no]\nreplies: [{content: done}]\n")
+        assert report.problems == ("2 scripted approval answer(s) never used",)
+
+    def test_deny_all(self, tmp_path: Path) -> None:
+        text = """
+        prompt: p
+        approvals: deny
+        replies:
+          - tool_calls: [{name: shell, arguments: {command: ls}}]
+          - content: done
+        expect:
+          tool_results: {call_1: {content: "Error [permission_denied]: The call was denied"}}
+        """
+        assert play(tmp_path, text).passed
+
+
+def test_file_that_does_not_load_is_a_failed_report(tmp_path: Path) -> None:
+    report = play(tmp_path, "prompt: p\n")
+    assert not report.passed
+    assert report.problems == (f"{tmp_path / 'case.yaml'}:1:1: missing required key 'replies'",)
+
+
+def test_system_prompt_and_tools_are_offered_as_written(tmp_path: Path) -> None:
+    text = """
+    prompt: p
+    system_prompt: Be terse.
+    tools: []
+    replies:
+      - content: ok
+        expect_request: {message_count: 2, tools: []}
+    """
+    assert play(tmp_path, text).passed
+
+
+BUNDLED = sorted((Path(__file__).resolve().parents[2] / "scenarios").glob("*.yaml"))
+
+
+def test_bundled_scenarios_cover_every_outcome_and_shell_error_code() -> None:
+    reports = [asyncio.run(play_file(path)) for path in BUNDLED]
+    assert all(report.passed for report in reports), [r.problems for r in reports if not r.passed]
+    outcomes = {report.outcome for report in reports}
+    assert outcomes >= {
+        "completed",
+        "max_turns",
+        "incomplete",
+        "content_filter",
+        "no_final_text",
+        "api_error",
+    }
+    codes = {
+        line.split("Error [")[1].split("]")[0] for r in reports for line in r.transcript if "Error [" in line
+    }
+    assert codes >= {
+        "unknown_tool",
+        "invalid_json",
+        "invalid_arguments",
+        "permission_denied",
+        "shell_start_failed",
+        "shell_timeout",
+        "shell_failed",
+    }
+    for path in BUNDLED:
+        assert "description:" in path.read_text(), f"{path.name} has no description"

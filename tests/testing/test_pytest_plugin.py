@@ -1,0 +1,66 @@
+from __future__ import annotations
+
+import pytest
+
+PASSING = """
+prompt: hi
+replies:
+  - content: hello
+expect: {final_text: hello}
+"""
+
+FAILING = """
+prompt: hi
+replies:
+  - content: hello
+expect: {final_text: goodbye, turns: 1}
+"""
+
+MALFORMED = "prompt: hi\nreplies:\n  - contnet: x\n"
+
+
+@pytest.fixture
+def scenario_dir(pytester: pytest.Pytester) -> pytest.Pytester:
+    folder = pytester.mkdir("cases")
+    (folder / "greets.yaml").write_text(PASSING)
+    (folder / "nested").mkdir()
+    (folder / "nested" / "says-goodbye.yml").write_text(FAILING)
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    return pytester
+
+
+def test_option_collects_each_file_as_a_test_named_after_it(scenario_dir: pytest.Pytester) -> None:
+    result = scenario_dir.runpytest("--sim-scenarios=cases", "-v")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        ["*cases/greets.yaml::greets PASSED*", "*says-goodbye.yml::says-goodbye FAILED*"]
+    )
+
+
+def test_failure_shows_each_differing_field(scenario_dir: pytest.Pytester) -> None:
+    result = scenario_dir.runpytest("--sim-scenarios=cases")
+    result.stdout.fnmatch_lines(["*expect.final_text: expected 'goodbye', got 'hello'*", "*transcript:*"])
+
+
+def test_malformed_file_fails_its_test_with_file_line_column(pytester: pytest.Pytester) -> None:
+    (pytester.mkdir("cases") / "broken.yaml").write_text(MALFORMED)
+    result = pytester.runpytest("--sim-scenarios=cases")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*broken.yaml:3:5: unknown key 'contnet' (did you mean 'content'?)*"])
+
+
+def test_ini_option(scenario_dir: pytest.Pytester) -> None:
+    scenario_dir.makeini("[pytest]\nsim_scenarios = cases\n")
+    scenario_dir.runpytest().assert_outcomes(passed=2, failed=1)
+    scenario_dir.runpytest("test_plain.py").assert_outcomes(passed=1)
+    scenario_dir.runpytest("cases/greets.yaml").assert_outcomes(passed=1)
+
+
+def test_without_the_option_yaml_files_are_not_tests(scenario_dir: pytest.Pytester) -> None:
+    scenario_dir.runpytest().assert_outcomes(passed=1)
+
+
+def test_works_under_xdist(scenario_dir: pytest.Pytester) -> None:
+    result = scenario_dir.runpytest_subprocess("--sim-scenarios=cases", "-n", "2", "-p", "xdist")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*2 workers*"])
