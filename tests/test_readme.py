@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from sim.scenario import load_scenario
+
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 PYTHON_BLOCKS = re.findall(r"```python\n(.*?)```", README, flags=re.S)
 
@@ -23,3 +25,10 @@ def test_opens_with_the_install_and_test_commands() -> None:
 def test_python_examples_run(block: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     exec(compile(block, "README.md", "exec"), {})
+
+
+def test_yaml_guide_is_the_bundled_echo_42(tmp_path: Path) -> None:
+    (block,) = re.findall(r"```yaml\n(.*?)```", README, flags=re.S)
+    (tmp_path / "echo-42.yaml").write_text(block)
+    bundled = Path(__file__).resolve().parents[1] / "scenarios" / "echo-42.yaml"
+    assert load_scenario(tmp_path / "echo-42.yaml") == load_scenario(bundled)

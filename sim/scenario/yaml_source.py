@@ -12,9 +12,10 @@ import yaml
 from sim.core.errors import ScenarioError
 
 try:
-    from yaml import CSafeLoader as _Loader
+    from yaml import CSafeLoader as YamlLoader
 except ImportError:  # PyYAML built without libyaml
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+    from yaml import SafeLoader as YamlLoader  # type: ignore[assignment]
+"""PyYAML's safe loader, the C one when libyaml is there."""
 
 DataPath = tuple[str | int, ...]
 """Where a value sits in the document: keys and list indexes from the root."""
@@ -65,7 +66,7 @@ def read_yaml(path: Path) -> YamlDocument:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise ScenarioError(f"{path}: cannot read: {error}") from error
-    loader = _Loader(text)
+    loader = YamlLoader(text)
     try:
         root = loader.get_single_node()
         document = YamlDocument(path, None)
@@ -88,7 +89,7 @@ def read_yaml(path: Path) -> YamlDocument:
         loader.dispose()
 
 
-def _build(loader: _Loader, node: yaml.Node, at: DataPath, document: YamlDocument) -> Any:
+def _build(loader: YamlLoader, node: yaml.Node, at: DataPath, document: YamlDocument) -> Any:
     document.values[at] = Position.of(node)
     if isinstance(node, yaml.MappingNode):
         loader.flatten_mapping(node)
