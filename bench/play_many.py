@@ -1,4 +1,4 @@
-"""Scenario throughput: 1,000 scenario files played in one process, with the split between loading and running.
+"""Scenario throughput: 1,000 scenario files played in one process, split into loading and running.
 
 The files are the bundled scenarios, copied round-robin under new names into a temporary folder.
 "Loading" is reading, parsing (PyYAML's C loader when installed) and validating; "running" is the real
