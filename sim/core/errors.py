@@ -5,6 +5,9 @@
     │   ├── AgentLimitError           max_turns model requests made, still no answer
     │   ├── IncompleteModelReplyError the reply hit the token limit (finish_reason "length")
     │   └── ModelAPIError             the model endpoint answered with an error
+    │       ├── ModelReplyError       ... or with a reply that breaks the Chat Completions contract
+    │       └── ModelConnectionError  ... or could not be reached
+    │           └── ModelTimeoutError ... in time
     ├── MessageContractError          tool calls and tool results are not paired (also ValueError)
     ├── ConfigurationError            a setting or argument is unusable (also ValueError)
     ├── ScenarioError                 a scripted fake was used against its script
@@ -83,6 +86,18 @@ class ModelAPIError(AgentRunError):
             code=code,
             retry_after=retry_after,
         )
+
+
+class ModelReplyError(ModelAPIError):
+    """The endpoint answered, but not with a reply the Chat Completions contract allows."""
+
+
+class ModelConnectionError(ModelAPIError):
+    """The model endpoint could not be reached."""
+
+
+class ModelTimeoutError(ModelConnectionError):
+    """The model endpoint did not answer in time."""
 
 
 class MessageContractError(AgentError, ValueError):

@@ -157,3 +157,29 @@ class HistoryView(Sequence[ChatMessage]):
         ):
             return self._history[earlier._length : self._length]
         return None
+
+
+class RequestPairing:
+    """Checks the pairing of each request's messages, as the API does before answering.
+
+    A request whose messages extend the previous request's (a growing `HistoryView`) costs only
+    its new messages; any other request is checked whole.
+    """
+
+    __slots__ = ("_checked", "_checker")
+
+    def __init__(self) -> None:
+        self._checked: Sequence[ChatMessage] = ()
+        self._checker = PairingChecker()
+
+    def check(self, messages: Sequence[ChatMessage]) -> None:
+        """Raise `MessageContractError` unless every tool call in `messages` has exactly one result."""
+        new = messages.new_since(self._checked) if isinstance(messages, HistoryView) else None
+        if new is None:
+            self._checker = PairingChecker()
+            new = messages
+        self._checked = ()
+        for message in new:
+            self._checker.check(message)
+        self._checker.require_complete()
+        self._checked = messages

@@ -7,14 +7,14 @@ hold, and `assert_complete()` raises when parts of the script were never used.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from sim.core.approval import SCRIPT_DENIED_REASON, ApprovalDecision, ApprovalRequest
 from sim.core.commands import CommandOutput, OutputBudget
 from sim.core.errors import ScenarioError
-from sim.core.messages import ChatMessage, HistoryView, PairingChecker
+from sim.core.messages import RequestPairing
 from sim.core.model import ModelReply, ModelRequest
 
 
@@ -27,8 +27,7 @@ class ScriptedModel:
     def __init__(self, replies: Iterable[ModelReply | Exception]) -> None:
         self._script: list[ModelReply | Exception] = list(replies)
         self.requests: list[ModelRequest] = []
-        self._checked: Sequence[ChatMessage] = ()
-        self._pairing = PairingChecker()
+        self._pairing = RequestPairing()
 
     @property
     def remaining(self) -> int:
@@ -39,7 +38,7 @@ class ScriptedModel:
         """The next scripted reply, after checking the request's pairing."""
         self.requests.append(request)
         number = len(self.requests)
-        self._check_pairing(request.messages)
+        self._pairing.check(request.messages)
         if number > len(self._script):
             raise ScenarioError(
                 f"ScriptedModel got request {number} but its script has {len(self._script)} replies"
@@ -55,17 +54,6 @@ class ScriptedModel:
             raise ScenarioError(
                 f"ScriptedModel has {self.remaining} unused of {len(self._script)} scripted replies"
             )
-
-    def _check_pairing(self, messages: Sequence[ChatMessage]) -> None:
-        new = messages.new_since(self._checked) if isinstance(messages, HistoryView) else None
-        if new is None:
-            self._pairing = PairingChecker()
-            new = messages
-        self._checked = ()
-        for message in new:
-            self._pairing.check(message)
-        self._pairing.require_complete()
-        self._checked = messages
 
 
 @dataclass(frozen=True, slots=True)

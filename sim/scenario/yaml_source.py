@@ -17,6 +17,8 @@ except ImportError:  # PyYAML built without libyaml
     from yaml import SafeLoader as YamlLoader  # type: ignore[assignment]
 """PyYAML's safe loader, the C one when libyaml is there."""
 
+__all__ = ["DataPath", "Position", "YamlDocument", "YamlLoader", "read_yaml"]
+
 DataPath = tuple[str | int, ...]
 """Where a value sits in the document: keys and list indexes from the root."""
 

@@ -1,0 +1,1 @@
+"""Cassettes: reading any vcrpy cassette (and, later, recording and replaying sessions)."""

@@ -1,0 +1,208 @@
+"""Reading any vcrpy cassette liberally: gzip `!!binary` bodies, `parsed_body`, python-tagged header keys
+(read as text, never executed), scalar header values, stale content-length, SSE bodies."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import yaml
+
+from sim.core.errors import CassetteError
+from sim.scenario.yaml_source import YamlLoader
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+class _CassetteLoader(YamlLoader):
+    """The safe loader, plus python tags read as plain data instead of being executed."""
+
+
+def _python_tag(loader: yaml.Loader, suffix: str, node: yaml.Node) -> Any:
+    # e.g. !!python/object/apply:multidict._multidict.istr [Accept] is a case-insensitive str: keep the text
+    if isinstance(node, yaml.SequenceNode):
+        items = loader.construct_sequence(node, deep=True)
+        return items[0] if len(items) == 1 and isinstance(items[0], str) else items
+    if isinstance(node, yaml.MappingNode):
+        return loader.construct_mapping(node, deep=True)
+    return loader.construct_scalar(node)  # type: ignore[arg-type]
+
+
+_CassetteLoader.add_multi_constructor("tag:yaml.org,2002:python/", _python_tag)
+
+
+Headers = dict[str, list[str]]
+"""Header names lower-cased, each with its values."""
+
+
+def _headers(raw: Any) -> Headers:
+    if not isinstance(raw, Mapping):
+        return {}
+    headers: Headers = {}
+    for name, values in raw.items():
+        listed = values if isinstance(values, list) else [values]
+        headers.setdefault(str(name).lower(), []).extend(str(v) for v in listed)
+    return headers
+
+
+def _body_bytes(raw: Any) -> bytes | None:
+    if isinstance(raw, Mapping):
+        if "string" in raw:
+            raw = raw["string"]
+        elif "parsed_body" in raw:
+            raw = raw["parsed_body"]
+    if raw is None:
+        return None
+    if isinstance(raw, bytes):
+        return raw
+    if isinstance(raw, str):
+        return raw.encode("utf-8")
+    return json.dumps(raw, ensure_ascii=False).encode("utf-8")
+
+
+def decompress(body: bytes) -> bytes:
+    """`body` unzipped when it is gzip or zlib data (whatever the headers claim); else as it is."""
+    if body.startswith(_GZIP_MAGIC):
+        return gzip.decompress(body)
+    if body[:1] == b"\x78":
+        try:
+            return zlib.decompress(body)
+        except zlib.error:
+            return body
+    return body
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    """A recorded request; `body` is the bytes sent (rebuilt as JSON from a `parsed_body`)."""
+
+    method: str
+    uri: str
+    headers: Headers
+    body: bytes | None
+
+    @property
+    def path(self) -> str:
+        """The URL path, e.g. `/v1/chat/completions`."""
+        return urlsplit(self.uri).path
+
+    def json(self) -> Any:
+        """The body parsed as JSON, or None when it is not JSON."""
+        return _json_or_none(self.body)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedResponse:
+    """A recorded response; `body` is decompressed."""
+
+    status: int
+    reason: str
+    headers: Headers
+    body: bytes
+
+    @property
+    def is_event_stream(self) -> bool:
+        """Whether the body is server-sent events."""
+        content_type = ",".join(self.headers.get("content-type", []))
+        return "text/event-stream" in content_type or self.body.lstrip().startswith(b"data:")
+
+    def json(self) -> Any:
+        """The body parsed as JSON, or None when it is not JSON."""
+        return _json_or_none(self.body)
+
+    def events(self) -> list[Any]:
+        """The JSON payload of each `data:` event of a stream, without the closing `[DONE]`."""
+        payloads = []
+        for line in self.body.decode("utf-8", errors="replace").splitlines():
+            if line.startswith("data:"):
+                data = line[5:].strip()
+                if data and data != "[DONE]":
+                    payloads.append(json.loads(data))
+        return payloads
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedInteraction:
+    """One request and its response."""
+
+    index: int
+    request: RecordedRequest
+    response: RecordedResponse
+
+    @property
+    def is_chat_completion(self) -> bool:
+        """Whether this is a POST to a Chat Completions endpoint (OpenAI's, Azure's or a compatible one)."""
+        return self.request.method == "POST" and self.request.path.rstrip("/").endswith("/chat/completions")
+
+
+@dataclass(frozen=True, slots=True)
+class Cassette:
+    """A cassette's interactions and, when sim recorded it, its `sim:` block."""
+
+    path: Path
+    interactions: tuple[RecordedInteraction, ...]
+    sim: Mapping[str, Any] | None = field(default=None)
+
+
+def read_cassette(path: Path | str) -> Cassette:
+    """Read any vcrpy cassette; `CassetteError` saying where when it cannot be read."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = yaml.load(text, Loader=_CassetteLoader)  # python tags are read as data, never run
+    except (OSError, UnicodeDecodeError) as error:
+        raise CassetteError(f"{path}: cannot read: {error}") from error
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise CassetteError(f"{where}: YAML syntax: {error.problem}") from error
+    if not isinstance(data, Mapping) or not isinstance(data.get("interactions"), list):
+        raise CassetteError(f"{path}: not a vcrpy cassette (no `interactions` list)")
+    interactions = []
+    for index, raw in enumerate(data["interactions"]):
+        try:
+            interactions.append(_interaction(index, raw))
+        except (KeyError, TypeError, ValueError, OSError, EOFError) as error:
+            raise CassetteError(f"{path}: interaction {index}: cannot read it: {error!r}") from error
+    sim = data.get("sim")
+    return Cassette(path, tuple(interactions), sim if isinstance(sim, Mapping) else None)
+
+
+def _interaction(index: int, raw: Mapping[str, Any]) -> RecordedInteraction:
+    request = raw["request"]
+    response = raw["response"]
+    body = request.get("body")
+    if "parsed_body" in request:
+        body = request["parsed_body"]
+    status = response.get("status", {})
+    response_body = _body_bytes(response.get("body")) or b""
+    return RecordedInteraction(
+        index,
+        RecordedRequest(
+            method=str(request.get("method", "GET")).upper(),
+            uri=str(request["uri"]),
+            headers=_headers(request.get("headers")),
+            body=_body_bytes(body),
+        ),
+        RecordedResponse(
+            status=int(status.get("code", 200)) if isinstance(status, Mapping) else int(status),
+            reason=str(status.get("message", "")) if isinstance(status, Mapping) else "",
+            headers=_headers(response.get("headers")),
+            body=decompress(response_body),
+        ),
+    )
+
+
+def _json_or_none(body: bytes | None) -> Any:
+    if not body:
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
