@@ -4,21 +4,33 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import asdict
+from enum import StrEnum
 from importlib.metadata import version
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
+import httpx2
 import typer
 from rich.console import Console
 from rich.progress import Progress
 from rich.text import Text
 
-from sim.core.errors import ScenarioError
-from sim.core.transcript import turns
+from sim.adapters.openai_chat import OpenAIChatModel
+from sim.adapters.settings import Settings
+from sim.core.approval import AllowAllApprover, Approver, DenyAllApprover, TerminalApprover
+from sim.core.errors import AgentError, ConfigurationError, ScenarioError
+from sim.core.events import RunEvent
+from sim.core.loop import DEFAULT_MAX_TURNS, AgentRunner
+from sim.core.messages import CHAT_MESSAGES
+from sim.core.outcome import outcome_of
+from sim.core.tools import ToolRegistry
+from sim.core.transcript import describe, turns
 from sim.scenario.loader import load_scenario, scenario_files
 from sim.scenario.outline import outline
 from sim.scenario.player import PlayReport, play_file
+from sim.tools.shell import shell_tool
 
 app = typer.Typer(
     name="sim",
@@ -146,6 +158,95 @@ def show(file: Annotated[Path, typer.Argument(help="A scenario file.")]) -> None
         raise typer.Exit(1) from None
     for line in outline(scenario):
         out.print(line, markup=False)
+
+
+class ApproveMode(StrEnum):
+    """How tool calls are approved in a live run."""
+
+    ask = "ask"
+    always = "always"
+    never = "never"
+
+
+HttpClientFactory = Callable[[], "httpx2.AsyncClient | None"]
+http_client_factory: HttpClientFactory = lambda: None  # noqa: E731
+"""Makes the HTTP client live runs use (None: the SDK's own); tests swap in an in-process transport."""
+
+
+def _approver(mode: ApproveMode) -> Approver:
+    if mode is ApproveMode.always:
+        return AllowAllApprover()
+    if mode is ApproveMode.never:
+        return DenyAllApprover("Tool calls are denied (--approve never)")
+    return TerminalApprover()
+
+
+@app.command()
+def run(
+    prompt: Annotated[str, typer.Option("--prompt", "-p", help="What to ask the agent.")],
+    max_turns: Annotated[int, typer.Option(help="The most model requests.")] = DEFAULT_MAX_TURNS,
+    workspace: Annotated[Path, typer.Option(help="Where the shell runs commands.")] = Path("."),
+    approve: Annotated[ApproveMode, typer.Option(help="Ask on the terminal, or allow / deny all.")] = (
+        ApproveMode.ask
+    ),
+    stream: Annotated[bool, typer.Option("--stream", help="Stream replies (SSE).")] = False,
+    max_completion_tokens: Annotated[int | None, typer.Option(help="Token limit per reply.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run the agent loop live against OPENAI_BASE_URL / OPENAI_API_KEY / OPENAI_MODEL (env or .env)."""
+    try:
+        settings = Settings.load()
+        model = OpenAIChatModel.connect(
+            base_url=settings.base_url,
+            api_key=settings.api_key,
+            model=settings.model,
+            stream=stream,
+            max_completion_tokens=max_completion_tokens,
+            http_client=http_client_factory(),
+        )
+        runner = AgentRunner(
+            model,
+            ToolRegistry([shell_tool()]),
+            _approver(approve),
+            workspace=workspace,
+            max_turns=max_turns,
+            observer=None if as_json else _print_event,
+        )
+    except ConfigurationError as error:
+        raise _usage_error(str(error)) from None
+    if not workspace.is_dir():
+        raise _usage_error(f"no such workspace folder: {workspace}")
+    _finish(runner, prompt, as_json)
+
+
+def _print_event(event: RunEvent) -> None:
+    for line in describe(event):
+        out.print(line, markup=False)
+
+
+def _finish(runner: AgentRunner, prompt: str, as_json: bool) -> None:
+    """Run `prompt`, print the outcome, and exit 1 when the run failed."""
+    error: AgentError | None = None
+    final_text: str | None = None
+    try:
+        result = runner.run_sync(prompt)
+        final_text, taken = result.final_text, result.turns
+    except AgentError as raised:
+        error, taken = raised, raised.turns
+    if as_json:
+        report: dict[str, Any] = {
+            "outcome": outcome_of(error),
+            "final_text": final_text,
+            "turns": taken,
+            "error": str(error) if error else None,
+            "history": CHAT_MESSAGES.dump_python(list(runner.history), mode="json"),
+        }
+        out.print_json(json.dumps(report))
+    elif final_text is not None:
+        out.print(final_text, markup=False)
+    if error is not None:
+        err.print(f"error: {outcome_of(error)}: {error}", markup=False)
+        raise typer.Exit(2 if isinstance(error, ConfigurationError) else 1)
 
 
 def main() -> None:

@@ -1,0 +1,62 @@
+"""Settings for a live endpoint: OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL from the environment or .env."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from sim.core.errors import ConfigurationError
+
+REQUIRED = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL")
+
+
+class _Sources(BaseSettings):
+    """Raw values: the process environment wins over `.env`."""
+
+    model_config = SettingsConfigDict(env_file=".env", env_file_encoding="utf-8", extra="ignore")
+
+    openai_base_url: str | None = None
+    openai_api_key: str | None = None
+    openai_model: str | None = None
+
+
+def mask(secret: str) -> str:
+    """A secret as it may be shown: its first three characters and its length, never the rest."""
+    return f"{secret[:3]}…({len(secret)} chars)" if len(secret) > 6 else "***"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What a live run needs; `repr` masks the key."""
+
+    base_url: str
+    api_key: str
+    model: str
+
+    def __repr__(self) -> str:
+        return f"Settings(base_url={self.base_url!r}, api_key={mask(self.api_key)!r}, model={self.model!r})"
+
+    @classmethod
+    def load(cls, env_file: Path | str | None = ".env") -> Settings:
+        """Read, trim and check the settings; `ConfigurationError` names every missing one, in order."""
+        sources = _Sources(_env_file=env_file)
+        values = {
+            "OPENAI_BASE_URL": (sources.openai_base_url or "").strip(),
+            "OPENAI_API_KEY": (sources.openai_api_key or "").strip(),
+            "OPENAI_MODEL": (sources.openai_model or "").strip(),
+        }
+        missing = [name for name in REQUIRED if not values[name]]
+        if missing:
+            raise ConfigurationError(f"Missing required settings: {', '.join(missing)}")
+        base_url = values["OPENAI_BASE_URL"]
+        if urlsplit(base_url).scheme not in ("http", "https") or not urlsplit(base_url).netloc:
+            raise ConfigurationError(f"OPENAI_BASE_URL must be an http(s) URL, not {base_url!r}")
+        if base_url.rstrip("/").endswith("/chat/completions"):
+            raise ConfigurationError(
+                "OPENAI_BASE_URL must not end in /chat/completions (the SDK appends it): "
+                f"use {base_url.rstrip('/').removesuffix('/chat/completions')!r}"
+            )
+        return cls(base_url, values["OPENAI_API_KEY"], values["OPENAI_MODEL"])
