@@ -1,4 +1,4 @@
-"""Settings for a live endpoint: OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL from the environment or .env."""
+"""Settings for a live endpoint: OPENAI_BASE_URL, OPENAI_API_KEY and OPENAI_MODEL, from the env or .env."""
 
 from __future__ import annotations
 
