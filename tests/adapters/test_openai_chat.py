@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,11 @@ from sim.core.model import ToolSpec
 from tests.adapters.endpoint import Endpoint, completion, function_call, sse
 
 REQUEST = ModelRequest([SystemMessage(content="sys"), UserMessage(content="hi")])
+
+
+def first_message(body: dict[str, Any]) -> dict[str, Any]:
+    message: dict[str, Any] = body["choices"][0]["message"]
+    return message
 
 
 def complete(endpoint: Endpoint, request: ModelRequest = REQUEST, **options: Any) -> ModelReply:
@@ -171,10 +177,10 @@ class TestReplyChecks:
             (lambda b: b["choices"][0].update(finish_reason="function_call"), "Legacy function_call finish reason"),
             (lambda b: b["choices"][0].update(finish_reason="eos"), "Unsupported finish_reason: eos"),
             (lambda b: b["choices"][0].update(finish_reason=None), "Unsupported finish_reason: None"),
-            (lambda b: b["choices"][0]["message"].update(role="user"), "role must be assistant"),
-            (lambda b: b["choices"][0]["message"].update(content=42), "content must be a string or null"),
+            (lambda b: first_message(b).update(role="user"), "role must be assistant"),
+            (lambda b: first_message(b).update(content=42), "content must be a string or null"),
             (
-                lambda b: b["choices"][0]["message"].update(tool_calls=[{"id": "a", "type": "custom", "custom": {}}]),
+                lambda b: first_message(b).update(tool_calls=[{"id": "a", "type": "custom", "custom": {}}]),
                 "Unsupported tool call type: custom",
             ),
             (lambda b: b["usage"].update(prompt_tokens=-1), "usage counts must be non-negative integers"),
@@ -334,7 +340,7 @@ class TestThroughTheLoop:
         assert runner.run_sync("go").final_text == "done"
         bodies = endpoint.bodies()
         assert [len(b["messages"]) for b in bodies] == [2, 4, 6, 8]
-        for earlier, later in zip(bodies, bodies[1:], strict=False):
+        for earlier, later in itertools.pairwise(bodies):
             assert later["messages"][: len(earlier["messages"])] == earlier["messages"]
         assert bodies[-1]["messages"][-1] == {"role": "tool", "tool_call_id": "c2", "content": "t2"}
         assert all(body["tools"][0]["function"]["name"] == "echo" for body in bodies)

@@ -20,7 +20,8 @@ from tests.adapters.endpoint import Endpoint
 REAL = Path(__file__).resolve().parents[2].parent / "shared" / "real-cassettes"
 
 Calls = list[tuple[str, str, str]]
-# cassette name prefix -> per chat interaction: (finish_reason, start of content or None, calls) or an HTTP status
+# cassette name prefix -> per chat interaction: (finish_reason, start of content or None, calls),
+# or the HTTP status of a recorded error
 EXPECTED: dict[str, list[tuple[str, str | None, Calls] | int]] = {
     "dd-trace-py": [("tool_calls", None, [("call_iCOm6DD573YR20VIOuY97fZo", "add", '{"a":2,"b":2}')])],
     "magentic": [
