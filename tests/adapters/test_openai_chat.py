@@ -174,7 +174,8 @@ class TestReplyChecks:
         [
             (lambda b: b.update(choices=[]), "Reply must have exactly one choice, got 0"),
             (lambda b: b.update(choices=b["choices"] * 2), "Reply must have exactly one choice, got 2"),
-            (lambda b: b["choices"][0].update(finish_reason="function_call"), "Legacy function_call finish reason"),
+            (lambda b: b["choices"][0].update(finish_reason="function_call"),
+             "Legacy function_call finish reason"),
             (lambda b: b["choices"][0].update(finish_reason="eos"), "Unsupported finish_reason: eos"),
             (lambda b: b["choices"][0].update(finish_reason=None), "Unsupported finish_reason: None"),
             (lambda b: first_message(b).update(role="user"), "role must be assistant"),
