@@ -1,0 +1,110 @@
+"""The request path's cost per turn at a history of N turns: `OpenAIChatModel` against plain `create()`.
+
+Both paths use one real `AsyncOpenAI` client whose transport answers at once with a small completion
+(in process, no sockets), so what is measured is the client side: building, encoding and sending the
+body, and parsing the reply. A turn of history is an assistant tool call and its tool result. For each
+N, the last 10 turns of a run that reaches N turns are timed; the adapter has seen the earlier turns, as
+it would in a real run (that is what lets it encode only what is new). Medians of `--repeats` passes.
+
+Run: python bench/sdk_path.py [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from typing import Any
+
+import httpx2
+from openai import AsyncOpenAI
+
+from sim.adapters.chat_wire import message_to_wire, tool_to_wire
+from sim.adapters.openai_chat import OpenAIChatModel
+from sim.core.messages import AssistantMessage, ChatMessage, HistoryView, SystemMessage, ToolCall, ToolMessage
+from sim.core.messages import UserMessage as User
+from sim.core.model import ModelRequest
+from sim.core.tools import ToolRegistry
+from sim.tools.shell import shell_tool
+
+SIZES = (10, 100, 1_000)
+TIMED_TURNS = 10
+REPLY = json.dumps(
+    {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+).encode()
+
+
+def client() -> AsyncOpenAI:
+    transport = httpx2.MockTransport(
+        lambda request: httpx2.Response(200, content=REPLY, headers={"content-type": "application/json"})
+    )
+    return AsyncOpenAI(
+        base_url="http://bench.test/v1",
+        api_key="sk-bench",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=transport),
+    )
+
+
+def history(turns: int) -> list[ChatMessage]:
+    messages: list[ChatMessage] = [User(content="Find the failing test and fix it.")]
+    for i in range(turns):
+        arguments = json.dumps({"command": f"pytest tests/test_module_{i}.py -x -q"})
+        messages.append(
+            AssistantMessage(tool_calls=(ToolCall(id=f"call_{i:05d}", name="shell", arguments=arguments),))
+        )
+        messages.append(
+            ToolMessage(tool_call_id=f"call_{i:05d}", content=f"{i} passed, 0 failed in 0.{i % 97}s " * 3)
+        )
+    return messages
+
+
+async def time_adapter(turns: int) -> float:
+    system = SystemMessage(content="You are a coding agent.")
+    messages = history(turns)
+    tools = ToolRegistry([shell_tool()]).snapshot().specs
+    model = OpenAIChatModel(client(), "gpt-4o-mini")
+    first_timed = len(messages) - 2 * TIMED_TURNS
+    for length in range(1, first_timed, 2):  # the run so far, as the adapter would have seen it
+        await model.complete(ModelRequest(HistoryView(system, messages, length), tools))
+    started = time.perf_counter()
+    for length in range(first_timed, len(messages) + 1, 2):
+        await model.complete(ModelRequest(HistoryView(system, messages, length), tools))
+    return (time.perf_counter() - started) / TIMED_TURNS * 1e6
+
+
+async def time_create(turns: int) -> float:
+    system = SystemMessage(content="You are a coding agent.")
+    wire: list[Any] = [message_to_wire(m) for m in [system, *history(turns)]]
+    tools: Any = [tool_to_wire(spec) for spec in ToolRegistry([shell_tool()]).snapshot().specs]
+    sdk = client()
+    first_timed = len(wire) - 2 * TIMED_TURNS
+    started = time.perf_counter()
+    for length in range(first_timed, len(wire) + 1, 2):
+        await sdk.chat.completions.create(model="gpt-4o-mini", messages=wire[:length], tools=tools)
+    return (time.perf_counter() - started) / TIMED_TURNS * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    options = parser.parse_args()
+    print("| history N turns | OpenAIChatModel µs/turn | create() µs/turn | speed-up |")
+    print("|---:|---:|---:|---:|")
+    for turns in SIZES:
+        ours = statistics.median(asyncio.run(time_adapter(turns)) for _ in range(options.repeats))
+        theirs = statistics.median(asyncio.run(time_create(turns)) for _ in range(options.repeats))
+        print(f"| {turns:,} | {ours:,.0f} | {theirs:,.0f} | {theirs / ours:.1f}x |")
+
+
+if __name__ == "__main__":
+    main()
