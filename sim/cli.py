@@ -219,9 +219,19 @@ def run(
     _finish(runner, prompt, as_json)
 
 
+def _style(line: str) -> str:
+    if line.startswith("turn "):
+        return "bold"
+    if "Error [" in line or line.startswith("  denied"):
+        return "red"
+    if line.startswith("  call "):
+        return "cyan"
+    return ""
+
+
 def _print_event(event: RunEvent) -> None:
     for line in describe(event):
-        out.print(line, markup=False)
+        out.print(Text(line, style=_style(line)))
 
 
 def _finish(runner: AgentRunner, prompt: str, as_json: bool) -> None:

@@ -1,0 +1,131 @@
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sim import CassetteError
+from sim.cassette.reader import read_cassette
+
+REAL = Path(__file__).resolve().parents[2].parent / "shared" / "real-cassettes"
+
+
+def write(tmp_path: Path, data: object) -> Path:
+    path = tmp_path / "cassette.yaml"
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data))
+    return path
+
+
+def interaction(request: dict, response: dict) -> dict:
+    return {"request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions", **request},
+            "response": {"status": {"code": 200, "message": "OK"}, "headers": {}, **response}}  # fmt: skip
+
+
+def test_python_tags_are_read_as_text_and_never_run(tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    text = f"""
+interactions:
+- request:
+    body: '{{}}'
+    headers:
+      ? !!python/object/apply:multidict._multidict.istr
+      - Content-Type
+      : - application/json
+      evil: !!python/object/apply:os.system ["touch {marker}"]
+    method: POST
+    uri: https://api.openai.com/v1/chat/completions
+  response:
+    body: {{string: '{{}}'}}
+    headers: {{}}
+    status: {{code: 200, message: OK}}
+"""
+    cassette = read_cassette(write(tmp_path, text))
+    assert not marker.exists()
+    headers = cassette.interactions[0].request.headers
+    assert headers["content-type"] == ["application/json"]
+    assert headers["evil"] == [f"touch {marker}"]
+
+
+def test_gzip_binary_bodies_are_decompressed(tmp_path: Path) -> None:
+    body = json.dumps({"choices": []}).encode()
+    data = {"interactions": [interaction({"body": "{}"}, {"body": {"string": gzip.compress(body)},
+                                                           "headers": {"Content-Encoding": ["gzip"]}})]}  # fmt: skip
+    assert read_cassette(write(tmp_path, data)).interactions[0].response.body == body
+
+
+def test_stale_gzip_header_on_a_decoded_body_is_ignored(tmp_path: Path) -> None:
+    data = {
+        "interactions": [
+            interaction({"body": "{}"}, {"body": {"string": "{}"}, "headers": {"content-encoding": "gzip"}})
+        ]
+    }
+    response = read_cassette(write(tmp_path, data)).interactions[0].response
+    assert (response.body, response.headers["content-encoding"]) == (b"{}", ["gzip"])
+
+
+def test_parsed_body_becomes_the_json_request_body(tmp_path: Path) -> None:
+    data = {
+        "interactions": [
+            interaction({"parsed_body": {"model": "m", "stream": True}}, {"body": {"string": ""}})
+        ]
+    }
+    request = read_cassette(write(tmp_path, data)).interactions[0].request
+    assert request.json() == {"model": "m", "stream": True}
+
+
+def test_scalar_header_values_become_lists(tmp_path: Path) -> None:
+    data = {
+        "interactions": [interaction({"headers": {"Accept": "application/json"}}, {"body": {"string": ""}})]
+    }
+    assert read_cassette(write(tmp_path, data)).interactions[0].request.headers == {
+        "accept": ["application/json"]
+    }
+
+
+def test_sse_events(tmp_path: Path) -> None:
+    stream = 'data: {"choices": [{"delta": {"content": "a"}}]}\n\ndata: {"choices": []}\n\ndata: [DONE]\n\n'
+    data = {"interactions": [interaction({}, {"body": {"string": stream}})]}
+    response = read_cassette(write(tmp_path, data)).interactions[0].response
+    assert response.is_event_stream
+    assert response.events() == [{"choices": [{"delta": {"content": "a"}}]}, {"choices": []}]
+
+
+@pytest.mark.parametrize(
+    ("uri", "chat"),
+    [
+        ("https://api.openai.com/v1/chat/completions", True),
+        ("https://x.openai.azure.com/openai/deployments/d/chat/completions?api-version=2024-02-01", True),
+        ("http://127.0.0.1:8000/v1/chat/completions/", True),
+        ("https://os-api.agno.com/telemetry/runs", False),
+        ("https://api.openai.com/v1/embeddings", False),
+    ],
+)
+def test_chat_completion_interactions_are_recognised(tmp_path: Path, uri: str, chat: bool) -> None:
+    data = {"interactions": [interaction({"uri": uri}, {"body": {"string": ""}})]}
+    assert read_cassette(write(tmp_path, data)).interactions[0].is_chat_completion is chat
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("interactions: [\n", "YAML syntax"),
+        ("just: a mapping\n", "not a vcrpy cassette"),
+        ("interactions:\n- {}\n", "interaction 0"),
+    ],
+)
+def test_unreadable_cassettes_say_where(tmp_path: Path, text: str, problem: str) -> None:
+    with pytest.raises(CassetteError, match=problem) as caught:
+        read_cassette(write(tmp_path, text))
+    assert str(tmp_path) in str(caught.value)
+
+
+@pytest.mark.parametrize("path", sorted(REAL.glob("*.yaml")), ids=lambda p: p.stem.split("__")[0])
+def test_every_real_cassette_reads(path: Path) -> None:
+    cassette = read_cassette(path)
+    assert cassette.interactions
+    for recorded in cassette.interactions:
+        assert recorded.response.status in (200, 201, 400)
+        assert recorded.response.json() is not None or recorded.response.events()
