@@ -51,8 +51,8 @@ interactions:
 
 def test_gzip_binary_bodies_are_decompressed(tmp_path: Path) -> None:
     body = json.dumps({"choices": []}).encode()
-    data = {"interactions": [interaction({"body": "{}"}, {"body": {"string": gzip.compress(body)},
-                                                           "headers": {"Content-Encoding": ["gzip"]}})]}  # fmt: skip
+    zipped = {"body": {"string": gzip.compress(body)}, "headers": {"Content-Encoding": ["gzip"]}}
+    data = {"interactions": [interaction({"body": "{}"}, zipped)]}
     assert read_cassette(write(tmp_path, data)).interactions[0].response.body == body
 
 
