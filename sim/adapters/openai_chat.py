@@ -17,8 +17,8 @@ import openai
 from openai import AsyncOpenAI, AsyncStream
 
 from sim.adapters.chat_wire import RequestEncoder, StreamAssembler, reply_from_wire
+from sim.core.checks import require_positive_int, require_text
 from sim.core.errors import (
-    ConfigurationError,
     ModelAPIError,
     ModelConnectionError,
     ModelReplyError,
@@ -41,14 +41,9 @@ class OpenAIChatModel:
         stream: bool = False,
         max_completion_tokens: int | None = None,
     ) -> None:
-        if max_completion_tokens is not None and (
-            isinstance(max_completion_tokens, bool)
-            or not isinstance(max_completion_tokens, int)
-            or max_completion_tokens < 1
-        ):
-            raise ConfigurationError("max_completion_tokens must be a positive integer")
-        if not model.strip():
-            raise ConfigurationError("model must not be empty")
+        if max_completion_tokens is not None:
+            require_positive_int("max_completion_tokens", max_completion_tokens)
+        require_text("model", model)
         self.client = client
         self.model = model
         self.stream = stream

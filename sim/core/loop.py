@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import ParamSpec
 
 from sim.core.approval import ApprovalDecision, ApprovalRequest, Approver
+from sim.core.checks import require_positive_int, require_text
 from sim.core.errors import (
     AgentError,
     AgentLimitError,
     AgentRunError,
-    ConfigurationError,
     IncompleteModelReplyError,
 )
 from sim.core.events import (
@@ -70,16 +70,13 @@ class AgentRunner:
         max_turns: int = DEFAULT_MAX_TURNS,
         observer: RunObserver | None = None,
     ) -> None:
-        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
-            raise ConfigurationError("max_turns must be a positive integer")
-        if not system_prompt.strip():
-            raise ConfigurationError("system prompt must not be empty")
+        self.max_turns = require_positive_int("max_turns", max_turns)
+        require_text("system prompt", system_prompt)
         self.model = model
         self.tools = tools
         self.approver = approver
         self.workspace = Path(workspace)
         self.system = SystemMessage(content=system_prompt)
-        self.max_turns = max_turns
         self.observer = observer
         self._history: list[ChatMessage] = []
         self._pairing = PairingChecker()
