@@ -29,7 +29,7 @@ from sim.core.tools import ToolRegistry
 from sim.core.transcript import describe, turns
 from sim.scenario.loader import load_scenario, scenario_files
 from sim.scenario.outline import outline
-from sim.scenario.player import PlayReport, play_file
+from sim.scenario.player import PlayReport, Via, play_file
 from sim.tools.shell import shell_tool
 
 app = typer.Typer(
@@ -78,15 +78,28 @@ def _files(paths: list[Path]) -> list[Path]:
     return files
 
 
+class PlayVia(StrEnum):
+    """How `sim play` reaches the scripted model."""
+
+    direct = "direct"
+    sdk = "sdk"
+
+
 @app.command()
 def play(
     paths: Paths,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print each run's transcript.")] = False,
+    via: Annotated[
+        PlayVia,
+        typer.Option(help="direct: a scripted model; sdk: the real adapter and SDK against the simulator."),
+    ] = PlayVia.direct,
+    stream: Annotated[bool, typer.Option("--stream", help="With --via sdk, stream replies (SSE).")] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Run scenario files through the real loop with their scripted model and world."""
     files = _files(paths)
-    reports = asyncio.run(_play_all(files, progress=not as_json and len(files) >= PROGRESS_FROM_FILES))
+    progress = not as_json and len(files) >= PROGRESS_FROM_FILES
+    reports = asyncio.run(_play_all(files, progress=progress, via=via.value, stream=stream))
     failed = [report for report in reports if not report.passed]
     if as_json:
         out.print_json(json.dumps([{**asdict(r), "passed": r.passed} for r in reports]))
@@ -98,12 +111,12 @@ def play(
         raise typer.Exit(1)
 
 
-async def _play_all(files: list[Path], *, progress: bool) -> list[PlayReport]:
+async def _play_all(files: list[Path], *, progress: bool, via: Via, stream: bool) -> list[PlayReport]:
     reports = []
     with Progress(console=err, transient=True, disable=not progress or not err.is_terminal) as bar:
         task = bar.add_task("playing", total=len(files))
         for path in files:
-            reports.append(await play_file(path))
+            reports.append(await play_file(path, via=via, stream=stream))
             bar.advance(task)
     return reports
 

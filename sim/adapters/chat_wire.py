@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sim.core.errors import ModelReplyError
+from sim.core.errors import MessageContractError, ModelReplyError
 from sim.core.messages import (
     AssistantMessage,
     ChatMessage,
@@ -15,6 +16,7 @@ from sim.core.messages import (
     ToolCall,
     ToolMessage,
     UserMessage,
+    validate_pairing,
 )
 from sim.core.model import FinishReason, ModelReply, ModelRequest, ToolSpec, Usage
 
@@ -208,7 +210,7 @@ class StreamAssembler:
     def completion(self) -> dict[str, Any]:
         """The assembled `chat.completion`; `ModelReplyError` when the stream never said how it finished."""
         if self._finish_reason is None:
-            raise _fail("Stream ended without a finish reason")
+            raise _fail(STREAM_ENDED_EARLY)
         message: dict[str, Any] = {
             "role": self._role or "assistant",
             "content": "".join(self._content) if self._content else None,
@@ -228,3 +230,194 @@ class StreamAssembler:
             "choices": [{"index": 0, "message": message, "finish_reason": self._finish_reason}],
             "usage": self._usage,
         }
+
+
+REPLY_NOT_JSON = "Reply body is not JSON"
+STREAM_CHUNK_NOT_JSON = "Stream chunk is not JSON"
+STREAM_ENDED_EARLY = "Stream ended without a finish reason"
+
+_WIRE_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def _bad(where: str, what: str) -> MessageContractError:
+    return MessageContractError(f"{where}: {what}")
+
+
+def _text_of(content: Any, where: str) -> str:
+    """Message content as text: a string, or the text parts of a list (other parts become a placeholder)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        pieces = []
+        for part in content:
+            if not isinstance(part, Mapping):
+                raise _bad(where, "content parts must be objects")
+            pieces.append(part["text"] if part.get("type") == "text" else f"[{part.get('type', 'part')}]")
+        return "".join(str(piece) for piece in pieces)
+    raise _bad(where, "content must be a string or an array of content parts")
+
+
+def message_from_wire(raw: Any, where: str) -> ChatMessage:
+    """One message as the API takes it, back into a `ChatMessage`; `MessageContractError` when malformed."""
+    if not isinstance(raw, Mapping):
+        raise _bad(where, "each message must be an object")
+    role = raw.get("role")
+    if role in ("system", "developer"):
+        return SystemMessage(content=_text_of(raw.get("content"), f"{where}.content"))
+    if role == "user":
+        return UserMessage(content=_text_of(raw.get("content"), f"{where}.content"))
+    if role == "tool":
+        call_id = raw.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise _bad(f"{where}.tool_call_id", "a tool message must answer a tool_call_id")
+        return ToolMessage(tool_call_id=call_id, content=_text_of(raw.get("content"), f"{where}.content"))
+    if role == "assistant":
+        content = raw.get("content")
+        calls = raw.get("tool_calls") or []
+        if not isinstance(calls, list):
+            raise _bad(f"{where}.tool_calls", "must be an array")
+        try:
+            tool_calls = tuple(_tool_call(call) for call in calls)
+        except ModelReplyError as error:
+            raise _bad(f"{where}.tool_calls", str(error)) from None
+        text = None if content is None else _text_of(content, f"{where}.content")
+        return AssistantMessage(content=text, tool_calls=tool_calls)
+    raise _bad(f"{where}.role", f"unsupported role {role!r}")
+
+
+def _tool_spec_from_wire(raw: Any, where: str) -> ToolSpec:
+    if (
+        not isinstance(raw, Mapping)
+        or raw.get("type") != "function"
+        or not isinstance(raw.get("function"), Mapping)
+    ):
+        raise _bad(where, "each tool must be {type: function, function: {...}}")
+    function = raw["function"]
+    name = function.get("name")
+    if not isinstance(name, str) or not _WIRE_TOOL_NAME.fullmatch(name):
+        raise _bad(f"{where}.function.name", f"invalid function name {name!r}")
+    parameters = function.get("parameters", {"type": "object", "properties": {}})
+    if not isinstance(parameters, Mapping) or parameters.get("type", "object") != "object":
+        raise _bad(
+            f"{where}.function.parameters", f"Invalid schema for function '{name}': must be an object schema"
+        )
+    description = function.get("description", "")
+    return ToolSpec(name, description if isinstance(description, str) else "", parameters)
+
+
+def request_from_wire(body: Any) -> ModelRequest:
+    """A Chat Completions request body as a `ModelRequest`, checked as the API checks it, pairing included."""
+    if not isinstance(body, Mapping):
+        raise _bad("body", "must be a JSON object")
+    raw_messages = body.get("messages")
+    if not isinstance(raw_messages, list) or not raw_messages:
+        raise _bad("messages", "must be a non-empty array")
+    messages = [message_from_wire(raw, f"messages[{index}]") for index, raw in enumerate(raw_messages)]
+    validate_pairing(messages)
+    raw_tools = body.get("tools") or []
+    if not isinstance(raw_tools, list):
+        raise _bad("tools", "must be an array")
+    tools = tuple(_tool_spec_from_wire(raw, f"tools[{index}]") for index, raw in enumerate(raw_tools))
+    return ModelRequest(messages, tools)
+
+
+def estimate_usage(request: ModelRequest, reply: ModelReply) -> Usage:
+    """Token counts a simulator can report: about four characters a token, never zero."""
+    prompt = sum(len(getattr(m, "content", None) or "") for m in request.messages) // 4 + len(
+        request.messages
+    )
+    said = len(reply.message.content or "") + sum(
+        len(c.arguments) + len(c.name) for c in reply.message.tool_calls
+    )
+    completion = said // 4 + 1
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
+
+
+def _wire_usage(usage: Usage) -> dict[str, Any]:
+    return {
+        **usage.model_dump(),
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }
+
+
+def completion_to_wire(
+    reply: ModelReply, *, completion_id: str, created: int, model: str, usage: Usage
+) -> dict[str, Any]:
+    """A `ModelReply` as the `chat.completion` body the real API would send."""
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": reply.message.content,
+        "refusal": None,
+        "annotations": [],
+    }
+    if reply.message.tool_calls:
+        message["tool_calls"] = message_to_wire(reply.message)["tool_calls"]
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}],
+        "usage": _wire_usage(usage),
+        "service_tier": "default",
+        "system_fingerprint": "fp_sim",
+    }
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[start : start + size] for start in range(0, len(text), size)] or [""]
+
+
+def chunks_to_wire(
+    reply: ModelReply,
+    *,
+    completion_id: str,
+    created: int,
+    model: str,
+    usage: Usage | None,
+    piece_chars: int = 8,
+) -> list[dict[str, Any]]:
+    """A `ModelReply` as the `chat.completion.chunk`s the real API would stream: a role chunk, text pieces,
+    tool-call deltas by index (arguments in pieces), the finish chunk, and a usage-only chunk when asked."""
+    header = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model,
+              "service_tier": "default", "system_fingerprint": "fp_sim"}  # fmt: skip
+    extra = {"usage": None} if usage is not None else {}
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        return {**header, "choices": [choice], **extra}
+
+    chunks = [
+        chunk(
+            {
+                "role": "assistant",
+                "content": "" if reply.message.content is not None else None,
+                "refusal": None,
+            }
+        )
+    ]
+    if reply.message.content:
+        chunks += [chunk({"content": piece}) for piece in _pieces(reply.message.content, piece_chars)]
+    for index, call in enumerate(reply.message.tool_calls):
+        opening = {
+            "index": index,
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": ""},
+        }
+        chunks.append(chunk({"tool_calls": [opening]}))
+        chunks += [
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in _pieces(call.arguments, piece_chars)
+            if piece
+        ]
+    chunks.append(chunk({}, reply.finish_reason))
+    if usage is not None:
+        chunks.append({**header, "choices": [], "usage": _wire_usage(usage)})
+    return chunks

@@ -16,7 +16,13 @@ import httpx2
 import openai
 from openai import AsyncOpenAI, AsyncStream
 
-from sim.adapters.chat_wire import RequestEncoder, StreamAssembler, reply_from_wire
+from sim.adapters.chat_wire import (
+    REPLY_NOT_JSON,
+    STREAM_CHUNK_NOT_JSON,
+    RequestEncoder,
+    StreamAssembler,
+    reply_from_wire,
+)
 from sim.core.checks import require_positive_int, require_text
 from sim.core.errors import (
     ModelAPIError,
@@ -100,8 +106,11 @@ class OpenAIChatModel:
                     stream_cls=AsyncStream[dict[str, Any]],
                 )
                 assembler = StreamAssembler()
-                async for chunk in chunks:
-                    assembler.feed(chunk)
+                try:
+                    async for chunk in chunks:
+                        assembler.feed(chunk)
+                except ValueError as error:
+                    raise ModelReplyError(STREAM_CHUNK_NOT_JSON) from error
                 return reply_from_wire(assembler.completion())
             response = await self.client.post(
                 "/chat/completions", cast_to=httpx2.Response, content=body, options=options
@@ -109,7 +118,7 @@ class OpenAIChatModel:
             try:
                 completion = response.json()
             except ValueError as error:
-                raise ModelReplyError("Reply body is not JSON") from error
+                raise ModelReplyError(REPLY_NOT_JSON) from error
             return reply_from_wire(completion)
         except openai.APIStatusError as error:
             raise _status_error(error) from None

@@ -5,15 +5,22 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
+import httpx2
+
+from sim.adapters.openai_chat import OpenAIChatModel
 from sim.core.errors import AgentError, ScenarioError
 from sim.core.loop import DEFAULT_SYSTEM_PROMPT, AgentRunner
+from sim.core.model import ModelClient
 from sim.core.outcome import Outcome, outcome_of
+from sim.core.scripted import ScriptedModel
 from sim.core.transcript import TranscriptRecorder
 from sim.scenario.expectations import check_run
 from sim.scenario.loader import load_scenario
 from sim.scenario.schema import Scenario
-from sim.scenario.world import build_world
+from sim.scenario.world import build_world, scripted_replies, unused_script
+from sim.server.simulator import Simulator
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,13 +43,34 @@ class PlayReport:
         return not self.problems
 
 
-async def play_scenario(scenario: Scenario, *, path: Path | None = None) -> PlayReport:
+Via = Literal["direct", "sdk"]
+"""How the loop reaches the scripted model: `direct` (a `ScriptedModel`), or `sdk` (the real OpenAI
+adapter and SDK, talking to the simulator serving the scenario, in process)."""
+
+SIMULATOR_URL = "http://simulator.sim/v1"
+
+
+async def play_scenario(
+    scenario: Scenario, *, path: Path | None = None, via: Via = "direct", stream: bool = False
+) -> PlayReport:
     """Run `scenario` through the real loop with strict scripted fakes and check what came out."""
     started = time.perf_counter()
     world = build_world(scenario)
     recorder = TranscriptRecorder()
+    scripted = ScriptedModel(scripted_replies(scenario))
+    simulator = Simulator(scenario)
+    model: ModelClient = scripted
+    if via == "sdk":
+        transport = httpx2.ASGITransport(app=simulator.app)
+        model = OpenAIChatModel.connect(
+            base_url=SIMULATOR_URL,
+            api_key="sim-in-process",
+            model=scenario.model,
+            stream=stream,
+            http_client=httpx2.AsyncClient(transport=transport),
+        )
     runner = AgentRunner(
-        world.model,
+        model,
         world.tools,
         world.approver,
         workspace=path.parent if path else Path.cwd(),
@@ -63,14 +91,18 @@ async def play_scenario(scenario: Scenario, *, path: Path | None = None) -> Play
         problems = [str(error)]
     else:
         outcome = outcome_of(error)
-        problems = world.unused() + check_run(
+        if via == "sdk":  # the simulator checked each request as it came
+            problems = simulator.problems + simulator.unused() + world.unused()
+        else:
+            problems = unused_script(scripted) + world.unused()
+        problems += check_run(
             scenario,
             outcome=outcome,
             error=str(error) if error else None,
             final_text=final_text,
             turns=turns,
             tool_results={call_id: event.result for call_id, event in recorder.tool_results.items()},
-            requests=world.model.requests,
+            requests=scripted.requests if via == "direct" else None,
         )
     return PlayReport(
         path=str(path) if path else "",
@@ -84,7 +116,7 @@ async def play_scenario(scenario: Scenario, *, path: Path | None = None) -> Play
     )
 
 
-async def play_file(path: Path) -> PlayReport:
+async def play_file(path: Path, *, via: Via = "direct", stream: bool = False) -> PlayReport:
     """Load and play one file; a file that does not load is a failed report saying why."""
     started = time.perf_counter()
     try:
@@ -92,5 +124,5 @@ async def play_file(path: Path) -> PlayReport:
     except ScenarioError as error:
         return PlayReport(str(path), path.stem, None, None, 0, (str(error),), ())
     loaded = time.perf_counter()
-    report = await play_scenario(scenario, path=path)
+    report = await play_scenario(scenario, path=path, via=via, stream=stream)
     return replace(report, load_seconds=loaded - started)

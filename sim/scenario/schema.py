@@ -65,6 +65,15 @@ class RequestExpectation(_Strict):
     tools: list[str] | None = Field(None, description="Names of the tools offered, in order.")
 
 
+class Latency(_Strict):
+    """How slowly the simulator answers (the loop run directly does not wait)."""
+
+    first_byte: float = Field(
+        0.0, ge=0, description="Seconds before the reply, or before a stream's first chunk."
+    )
+    between_chunks: float = Field(0.0, ge=0, description="Seconds between a stream's chunks.")
+
+
 class ScriptedReplySpec(_Strict):
     """What the model answers to one request: text and/or tool calls, or an API error."""
 
@@ -74,6 +83,11 @@ class ScriptedReplySpec(_Strict):
         None, description="Derived when left out: `tool_calls` when there are calls, else `stop`."
     )
     error: ScriptedErrorSpec | None = Field(None, description="An API error instead of a reply.")
+    malformed: bool = Field(False, description="Send a body that is not JSON instead of the reply.")
+    cut_after_chunks: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="End the stream after this many chunks, before the finish reason."
+    )
+    latency: Latency | None = Field(None, description="This reply's latency; the scenario's when left out.")
     expect_request: RequestExpectation | None = Field(
         None, description="Checks on the request the loop sent for this reply."
     )
@@ -82,6 +96,8 @@ class ScriptedReplySpec(_Strict):
     def _error_stands_alone(self) -> ScriptedReplySpec:
         if self.error is not None and (self.content is not None or self.tool_calls or self.finish_reason):
             raise ValueError("a reply with `error` cannot also have content, tool_calls or finish_reason")
+        if self.error is not None and (self.malformed or self.cut_after_chunks is not None):
+            raise ValueError("a reply with `error` cannot also be malformed or cut")
         return self
 
     def finish(self) -> FinishReason:
@@ -141,6 +157,9 @@ class Scenario(_Strict):
     system_prompt: Annotated[str, Field(min_length=1)] | None = Field(
         None, description="The system prompt; the loop's default when left out."
     )
+    model: Annotated[str, Field(min_length=1)] = Field(
+        "sim-model", description="The model the simulator reports in replies and /v1/models."
+    )
     max_turns: PositiveInt = Field(20, description="The most model requests the run may make.")
     tools: list[ToolName] = Field(default_factory=_default_tools, description="Built-in tools offered.")
     approvals: Approvals = Field(
@@ -150,6 +169,7 @@ class Scenario(_Strict):
     commands: list[ScriptedCommandSpec] = Field(
         default_factory=list, description="What the shell prints for each command; each answers one run."
     )
+    latency: Latency = Field(default_factory=Latency, description="The simulator's latency for every reply.")
     replies: list[ScriptedReplySpec] = Field(min_length=1, description="One entry per model request.")
     expect: Expectation = Field(default_factory=Expectation, description="What must come out.")
 

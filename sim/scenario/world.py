@@ -4,62 +4,73 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sim.adapters.chat_wire import REPLY_NOT_JSON, STREAM_ENDED_EARLY
 from sim.core.approval import AllowAllApprover, Approver, DenyAllApprover
-from sim.core.errors import ModelAPIError, ScenarioError
+from sim.core.errors import ModelAPIError, ModelReplyError, ScenarioError
 from sim.core.messages import AssistantMessage, ToolCall
 from sim.core.model import ModelReply
 from sim.core.scripted import ScriptedApprover, ScriptedCommand, ScriptedCommandRunner, ScriptedModel
 from sim.core.tools import ToolRegistry
-from sim.scenario.schema import Scenario
+from sim.scenario.schema import Scenario, ScriptedReplySpec
 from sim.tools.shell import shell_tool
 
 
+def scripted_reply(spec: ScriptedReplySpec, call_ids: list[str]) -> ModelReply:
+    """The reply a scripted entry stands for (its content and calls, even when it is cut or malformed)."""
+    calls = tuple(
+        ToolCall(id=call_id, name=call.name, arguments=call.raw_arguments())
+        for call, call_id in zip(spec.tool_calls, call_ids, strict=True)
+    )
+    message = AssistantMessage(content=spec.content, tool_calls=calls)
+    return ModelReply(message=message, finish_reason=spec.finish())
+
+
 def scripted_replies(scenario: Scenario) -> list[ModelReply | Exception]:
-    """The model's script: a `ModelReply` per reply, or the `ModelAPIError` an error reply stands for."""
+    """The model's script: a `ModelReply` per reply, or the error the OpenAI adapter would raise for it."""
     script: list[ModelReply | Exception] = []
-    for reply, ids in zip(scenario.replies, scenario.call_ids(), strict=True):
-        if reply.error is not None:
-            error = reply.error
+    for spec, ids in zip(scenario.replies, scenario.call_ids(), strict=True):
+        if spec.malformed:
+            script.append(ModelReplyError(REPLY_NOT_JSON))
+        elif spec.cut_after_chunks is not None:
+            script.append(ModelReplyError(STREAM_ENDED_EARLY))
+        elif spec.error is not None:
             script.append(
                 ModelAPIError.from_status(
-                    error.status,
-                    error.message,
-                    error_type=error.type,
-                    code=error.code,
-                    retry_after=error.retry_after,
+                    spec.error.status,
+                    spec.error.message,
+                    error_type=spec.error.type,
+                    code=spec.error.code,
+                    retry_after=spec.error.retry_after,
                 )
             )
-            continue
-        calls = tuple(
-            ToolCall(id=call_id, name=call.name, arguments=call.raw_arguments())
-            for call, call_id in zip(reply.tool_calls, ids, strict=True)
-        )
-        message = AssistantMessage(content=reply.content, tool_calls=calls)
-        script.append(ModelReply(message=message, finish_reason=reply.finish()))
+        else:
+            script.append(scripted_reply(spec, ids))
     return script
 
 
 @dataclass(frozen=True, slots=True)
 class ScriptedWorld:
-    """Everything a scenario's run talks to."""
+    """What a scenario's run talks to besides the model: its shell, approver and tools."""
 
-    model: ScriptedModel
     commands: ScriptedCommandRunner
     approver: Approver
     tools: ToolRegistry
 
     def unused(self) -> list[str]:
-        """What the script held that the run never used, one line each."""
-        problems = []
-        fakes: list[ScriptedModel | ScriptedCommandRunner | ScriptedApprover] = [self.model, self.commands]
+        """What the shell's and approver's scripts held that the run never used, one line each."""
+        problems = unused_script(self.commands)
         if isinstance(self.approver, ScriptedApprover):
-            fakes.append(self.approver)
-        for fake in fakes:
-            try:
-                fake.assert_complete()
-            except ScenarioError as error:
-                problems.append(str(error))
+            problems += unused_script(self.approver)
         return problems
+
+
+def unused_script(fake: ScriptedModel | ScriptedCommandRunner | ScriptedApprover) -> list[str]:
+    """What `fake`'s script held that the run never used, as lines."""
+    try:
+        fake.assert_complete()
+    except ScenarioError as error:
+        return [str(error)]
+    return []
 
 
 def build_world(scenario: Scenario) -> ScriptedWorld:
@@ -77,4 +88,4 @@ def build_world(scenario: Scenario) -> ScriptedWorld:
         approver = ScriptedApprover(scenario.approvals)
     shell = shell_tool(commands, timeout=scenario.shell.timeout, max_chars=scenario.shell.max_chars)
     tools = ToolRegistry([shell] if "shell" in scenario.tools else [])
-    return ScriptedWorld(ScriptedModel(scripted_replies(scenario)), commands, approver, tools)
+    return ScriptedWorld(commands, approver, tools)

@@ -1,0 +1,178 @@
+"""`Simulator`: answers `POST /v1/chat/completions` from a scenario's replies, in order, like the real API.
+
+It validates each request as the API does (HTTP 400 with the API's error shape), applies the scenario's
+`expect_request` checks, plays scripted errors, malformed bodies, cut streams and latency, and keeps what
+it was asked so a run can be judged afterwards. Mount `simulator.app` in any ASGI server, or use it in
+process through `httpx2.ASGITransport`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from sim.adapters.chat_wire import (
+    chunks_to_wire,
+    completion_to_wire,
+    estimate_usage,
+    request_from_wire,
+)
+from sim.core.errors import MessageContractError
+from sim.core.model import ModelReply, ModelRequest
+from sim.scenario.expectations import check_request
+from sim.scenario.schema import Latency, Scenario, ScriptedReplySpec
+from sim.scenario.world import scripted_reply
+
+CREATED = 1_700_000_000
+"""The `created` time of every reply: fixed, so that replies are byte-stable."""
+
+
+def api_error(
+    status: int,
+    message: str,
+    *,
+    error_type: str = "invalid_request_error",
+    code: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    """An error response shaped like the real API's."""
+    body = {"error": {"message": message, "type": error_type, "param": None, "code": code}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+class Simulator:
+    """One scenario being served: what comes next, what was asked, and what went wrong."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        cycle: bool = False,
+        on_consumed: Callable[[], Any] | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.cycle = cycle
+        self.on_consumed = on_consumed
+        self.steps: list[tuple[ScriptedReplySpec, ModelReply]] = [
+            (spec, scripted_reply(spec, ids))
+            for spec, ids in zip(scenario.replies, scenario.call_ids(), strict=True)
+        ]
+        self.requests: list[ModelRequest] = []
+        self.problems: list[str] = []
+        self.answered = 0
+        self.app = Starlette(
+            routes=[
+                Route("/v1/chat/completions", self.chat_completions, methods=["POST"]),
+                Route("/chat/completions", self.chat_completions, methods=["POST"]),
+                Route("/v1/models", self.models, methods=["GET"]),
+                Route("/models", self.models, methods=["GET"]),
+            ]
+        )
+
+    @property
+    def consumed(self) -> bool:
+        """Whether every scripted reply has been sent."""
+        return self.answered >= len(self.steps)
+
+    def unused(self) -> list[str]:
+        """A line for replies never requested, if any."""
+        left = len(self.steps) - self.answered
+        if left > 0 and not self.cycle:
+            return [
+                f"simulator for {self.scenario.name} has {left} unused of {len(self.steps)} scripted replies"
+            ]
+        return []
+
+    async def models(self, request: Request) -> Response:
+        """`GET /v1/models`: the scenario's model."""
+        model = {"id": self.scenario.model, "object": "model", "created": CREATED, "owned_by": "sim"}
+        return JSONResponse({"object": "list", "data": [model]})
+
+    async def chat_completions(self, request: Request) -> Response:
+        """`POST /v1/chat/completions`: the next scripted reply, or the error the API would send."""
+        try:
+            body = json.loads(await request.body())
+        except ValueError:
+            return api_error(400, "We could not parse the JSON body of your request.")
+        try:
+            decoded = request_from_wire(body)
+        except MessageContractError as error:
+            return api_error(400, f"Invalid request: {error}")
+        number = len(self.requests) + 1
+        if self.consumed and not self.cycle:
+            problem = (
+                f"scenario {self.scenario.name} has no reply left for request {number}"
+                f" (it scripts {len(self.steps)})"
+            )
+            self.problems.append(problem)
+            return api_error(400, problem, code="sim_script_exhausted")
+        self.requests.append(decoded)
+        index = self.answered % len(self.steps)
+        spec, reply = self.steps[index]
+        self.answered += 1
+        done = BackgroundTask(self.on_consumed) if self.on_consumed and self.consumed else None
+        if spec.expect_request is not None and not self.cycle:
+            differences = check_request(f"replies[{index}].expect_request", spec.expect_request, decoded)
+            if differences:
+                self.problems += differences
+                return api_error(400, "; ".join(differences), code="sim_expectation_failed")
+        latency = spec.latency or self.scenario.latency
+        stream = bool(body.get("stream"))
+        if not stream and latency.first_byte:
+            await asyncio.sleep(latency.first_byte)
+        model = str(body.get("model") or self.scenario.model)
+        if spec.error is not None:
+            headers = (
+                {"retry-after": f"{spec.error.retry_after:g}"} if spec.error.retry_after is not None else None
+            )
+            return api_error(
+                spec.error.status,
+                spec.error.message,
+                error_type=spec.error.type or "api_error",
+                code=spec.error.code,
+                headers=headers,
+            )
+        if spec.malformed:
+            broken = b'data: {"id": "chatcmpl-\n\n' if stream else b'{"id": "chatcmpl-'
+            kind = "text/event-stream" if stream else "application/json"
+            return Response(broken, media_type=kind, background=done)
+        completion_id = f"chatcmpl-sim{number:06d}"
+        if not stream:
+            usage = estimate_usage(decoded, reply)
+            wire = completion_to_wire(
+                reply, completion_id=completion_id, created=CREATED, model=model, usage=usage
+            )
+            return JSONResponse(wire, background=done)
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        chunks = chunks_to_wire(
+            reply,
+            completion_id=completion_id,
+            created=CREATED,
+            model=model,
+            usage=estimate_usage(decoded, reply) if include_usage else None,
+        )
+        return StreamingResponse(
+            _events(chunks, spec.cut_after_chunks, latency), media_type="text/event-stream", background=done
+        )
+
+
+async def _events(
+    chunks: list[dict[str, Any]], cut_after: int | None, latency: Latency
+) -> AsyncIterator[bytes]:
+    if latency.first_byte:
+        await asyncio.sleep(latency.first_byte)
+    for number, chunk in enumerate(chunks):
+        if cut_after is not None and number >= cut_after:
+            return
+        if number and latency.between_chunks:
+            await asyncio.sleep(latency.between_chunks)
+        yield b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n"
+    yield b"data: [DONE]\n\n"
