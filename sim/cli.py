@@ -30,6 +30,8 @@ from sim.core.transcript import describe, turns
 from sim.scenario.loader import load_scenario, scenario_files
 from sim.scenario.outline import outline
 from sim.scenario.player import PlayReport, Via, play_file
+from sim.server.serve import base_url, listen
+from sim.server.serve import serve as serve_scenario
 from sim.tools.shell import shell_tool
 
 app = typer.Typer(
@@ -270,6 +272,44 @@ def _finish(runner: AgentRunner, prompt: str, as_json: bool) -> None:
     if error is not None:
         err.print(f"error: {outcome_of(error)}: {error}", markup=False)
         raise typer.Exit(2 if isinstance(error, ConfigurationError) else 1)
+
+
+@app.command()
+def serve(
+    scenario_file: Annotated[Path, typer.Argument(metavar="SCENARIO", help="The scenario to serve.")],
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on; 0 picks a free one.")] = 8000,
+    once: Annotated[
+        bool, typer.Option("--once", help="Exit when every reply was sent; 1 if any went unused.")
+    ] = (False),
+    cycle: Annotated[
+        bool, typer.Option("--cycle", help="Start the script again when it ends (load tests).")
+    ] = (False),
+) -> None:
+    """Serve an OpenAI-compatible /v1/chat/completions that answers from SCENARIO."""
+    if not scenario_file.is_file():
+        raise _usage_error(f"no such file: {scenario_file}")
+    try:
+        scenario = load_scenario(scenario_file)
+    except ScenarioError as error:
+        err.print(str(error), markup=False)
+        raise typer.Exit(1) from None
+    try:
+        sock = listen(host, port)
+    except OSError as error:
+        raise _usage_error(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+
+    def ready() -> None:
+        print(f"OPENAI_BASE_URL={base_url(sock)}", flush=True)
+        err.print(f"serving {scenario.name} ({len(scenario.replies)} replies); Ctrl-C stops", markup=False)
+
+    simulator = serve_scenario(scenario, sock, once=once, cycle=cycle, on_ready=ready)
+    problems = simulator.problems + simulator.unused()
+    for problem in problems:
+        err.print(f"! {problem}", markup=False)
+    err.print(f"served {len(simulator.requests)} requests; {simulator.answered} replies sent", markup=False)
+    if problems and (once or simulator.problems):
+        raise typer.Exit(1)
 
 
 def main() -> None:

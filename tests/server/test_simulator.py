@@ -1,0 +1,259 @@
+"""The simulator app, spoken to over a plain HTTP client (in process); shapes checked with the SDK's types."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+from sim.scenario import load_scenario
+from sim.server import Simulator
+
+ECHO = Path(__file__).resolve().parents[2] / "scenarios" / "echo-42.yaml"
+SYSTEM = {"role": "system", "content": "You are a coding agent."}
+USER = {"role": "user", "content": "Run `echo 42` and tell me the result."}
+CALL = {
+    "id": "call_1",
+    "type": "function",
+    "function": {"name": "shell", "arguments": '{"command":"echo 42"}'},
+}
+TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "shell", "description": "Runs.", "parameters": {"type": "object"}},
+    }
+]
+
+
+def simulator(text: str | None = None, tmp_path: Path | None = None, **options: Any) -> Simulator:
+    if text is None:
+        return Simulator(load_scenario(ECHO), **options)
+    assert tmp_path is not None
+    path = tmp_path / "scenario.yaml"
+    path.write_text(textwrap.dedent(text))
+    return Simulator(load_scenario(path), **options)
+
+
+def post(sim: Simulator, *bodies: dict[str, Any]) -> list[httpx2.Response]:
+    async def send() -> list[httpx2.Response]:
+        transport = httpx2.ASGITransport(app=sim.app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://sim.test") as client:
+            return [await client.post("/v1/chat/completions", json=body) for body in bodies]
+
+    return asyncio.run(send())
+
+
+def events(response: httpx2.Response) -> list[str]:
+    return [line[6:] for line in response.text.split("\n") if line.startswith("data: ")]
+
+
+FIRST = {"model": "sim-model", "messages": [SYSTEM, USER], "tools": TOOLS}
+SECOND = {
+    "model": "sim-model",
+    "messages": [SYSTEM, USER, {"role": "assistant", "content": None, "tool_calls": [CALL]},
+                 {"role": "tool", "tool_call_id": "call_1", "content": "42"}],
+    "tools": TOOLS,
+}  # fmt: skip
+
+
+class TestReplies:
+    def test_json_completions_shaped_like_the_api(self) -> None:
+        sim = simulator()
+        first, second = post(sim, FIRST, SECOND)
+        assert first.status_code == second.status_code == 200
+        one = ChatCompletion.model_validate(first.json())
+        assert one.object == "chat.completion"
+        assert one.model == "sim-model"
+        assert one.choices[0].finish_reason == "tool_calls"
+        assert one.choices[0].message.tool_calls is not None
+        assert one.choices[0].message.tool_calls[0].id == "call_1"
+        assert one.usage is not None
+        assert one.usage.total_tokens > 0
+        two = ChatCompletion.model_validate(second.json())
+        assert two.choices[0].message.content == "The command printed 42."
+        assert sim.consumed
+        assert sim.problems == []
+        assert [len(r.messages) for r in sim.requests] == [2, 4]
+
+    def test_replies_are_byte_stable(self) -> None:
+        assert post(simulator(), FIRST)[0].content == post(simulator(), FIRST)[0].content
+
+    @pytest.mark.parametrize("include_usage", [True, False])
+    def test_sse_stream_shaped_like_the_api(self, include_usage: bool) -> None:
+        body = {**FIRST, "stream": True, "stream_options": {"include_usage": include_usage}}
+        (response,) = post(simulator(), body)
+        assert response.headers["content-type"].startswith("text/event-stream")
+        data = events(response)
+        assert data[-1] == "[DONE]"
+        chunks = [ChatCompletionChunk.model_validate(json.loads(d)) for d in data[:-1]]
+        assert chunks[0].choices[0].delta.role == "assistant"
+        opening = chunks[1].choices[0].delta.tool_calls
+        assert opening is not None
+        assert (opening[0].index, opening[0].id, opening[0].function.name) == (0, "call_1", "shell")  # type: ignore[union-attr]
+        arguments = "".join(
+            c.choices[0].delta.tool_calls[0].function.arguments or ""  # type: ignore[index,union-attr]
+            for c in chunks[2:]
+            if c.choices and c.choices[0].delta.tool_calls
+        )
+        assert arguments == '{"command":"echo 42"}'
+        assert len([c for c in chunks[2:] if c.choices and c.choices[0].delta.tool_calls]) > 1, (
+            "arguments in pieces"
+        )
+        finishing = [c for c in chunks if c.choices and c.choices[0].finish_reason]
+        assert [c.choices[0].finish_reason for c in finishing] == ["tool_calls"]
+        usage_only = [c for c in chunks if not c.choices]
+        assert len(usage_only) == (1 if include_usage else 0)
+        if include_usage:
+            assert chunks[-1].usage is not None
+
+    def test_text_is_streamed_in_pieces(self, tmp_path: Path) -> None:
+        sim = simulator("prompt: p\nreplies: [{content: A longer answer in several pieces.}]\n", tmp_path)
+        (response,) = post(
+            sim, {"model": "m", "messages": [{"role": "user", "content": "p"}], "stream": True}
+        )
+        chunks = [json.loads(d) for d in events(response)[:-1]]
+        texts = [c["choices"][0]["delta"].get("content") for c in chunks[1:-1]]
+        assert len(texts) > 2
+        assert "".join(texts) == "A longer answer in several pieces."
+
+    def test_models_lists_the_scenarios_model(self, tmp_path: Path) -> None:
+        sim = simulator("prompt: p\nmodel: my-model\nreplies: [{content: x}]\n", tmp_path)
+
+        async def get() -> httpx2.Response:
+            async with httpx2.AsyncClient(
+                transport=httpx2.ASGITransport(app=sim.app), base_url="http://s"
+            ) as c:
+                return await c.get("/v1/models")
+
+        assert [m["id"] for m in asyncio.run(get()).json()["data"]] == ["my-model"]
+
+
+class TestScriptedFaults:
+    def test_error_as_the_api_sends_it_with_retry_after(self, tmp_path: Path) -> None:
+        text = """
+        prompt: p
+        replies:
+          - error:
+              status: 429
+              message: Slow down
+              type: rate_limit_error
+              code: rate_limit_exceeded
+              retry_after: 20
+        """
+        (response,) = post(simulator(text, tmp_path), {"messages": [{"role": "user", "content": "p"}]})
+        assert response.status_code == 429
+        assert response.headers["retry-after"] == "20"
+        assert response.json() == {
+            "error": {
+                "message": "Slow down",
+                "type": "rate_limit_error",
+                "param": None,
+                "code": "rate_limit_exceeded",
+            }
+        }
+
+    @pytest.mark.parametrize("stream", [False, True])
+    def test_malformed_body(self, tmp_path: Path, stream: bool) -> None:
+        sim = simulator("prompt: p\nreplies: [{malformed: true}]\n", tmp_path)
+        (response,) = post(sim, {"messages": [{"role": "user", "content": "p"}], "stream": stream})
+        assert response.status_code == 200
+        with pytest.raises(ValueError, match=r"."):
+            json.loads(events(response)[0] if stream else response.text)
+
+    def test_cut_stream_stops_before_the_finish(self, tmp_path: Path) -> None:
+        sim = simulator(
+            "prompt: p\nreplies: [{content: hello there friend, cut_after_chunks: 2}]\n", tmp_path
+        )
+        (response,) = post(sim, {"messages": [{"role": "user", "content": "p"}], "stream": True})
+        data = events(response)
+        assert len(data) == 2
+        assert "[DONE]" not in data
+        assert all(json.loads(d)["choices"][0]["finish_reason"] is None for d in data)
+
+    def test_latency_before_the_reply(self, tmp_path: Path) -> None:
+        sim = simulator("prompt: p\nlatency: {first_byte: 0.2}\nreplies: [{content: x}]\n", tmp_path)
+        started = time.monotonic()
+        post(sim, {"messages": [{"role": "user", "content": "p"}]})
+        assert time.monotonic() - started >= 0.2
+
+
+class TestValidation:
+    @pytest.mark.parametrize(
+        ("messages", "tools", "problem"),
+        [
+            ([USER, {"role": "assistant", "content": None, "tool_calls": [CALL]}], None,
+             "missing tool results"),
+            ([USER, {"role": "assistant", "content": None, "tool_calls": [CALL, CALL]},
+              {"role": "tool", "tool_call_id": "call_1", "content": "x"}], None, "ids must be unique"),
+            ([USER, {"role": "tool", "tool_call_id": "nope", "content": "x"}], None,
+             "orphan tool result id: nope"),
+            ([USER], [{"type": "function", "function": {"name": "bad name!"}}],
+             "invalid function name"),
+            ([USER], [{"type": "function", "function": {"name": "f", "parameters": {"type": "array"}}}],
+             "Invalid schema for function 'f'"),
+            ([USER], [{"type": "retrieval"}], "each tool must be"),
+            ([], None, "messages: must be a non-empty array"),
+            ([{"role": "robot", "content": "x"}], None, "unsupported role"),
+        ],
+        ids=["unpaired", "duplicate ids", "unknown id", "tool name", "tool schema", "tool type",
+             "no messages", "bad role"],
+    )  # fmt: skip
+    def test_bad_requests_get_the_apis_400(self, messages: list[Any], tools: Any, problem: str) -> None:
+        sim = simulator()
+        body: dict[str, Any] = {"model": "m", "messages": messages}
+        if tools is not None:
+            body["tools"] = tools
+        (response,) = post(sim, body)
+        assert response.status_code == 400
+        error = response.json()["error"]
+        assert error["type"] == "invalid_request_error"
+        assert problem in error["message"]
+        assert sim.answered == 0
+
+    def test_body_that_is_not_json(self) -> None:
+        async def send() -> httpx2.Response:
+            async with httpx2.AsyncClient(
+                transport=httpx2.ASGITransport(app=simulator().app), base_url="http://s"
+            ) as c:
+                return await c.post("/v1/chat/completions", content=b"{nope")
+
+        response = asyncio.run(send())
+        assert response.status_code == 400
+        assert "parse the JSON body" in response.json()["error"]["message"]
+
+    def test_expect_request_failure_is_a_400_and_a_problem(self) -> None:
+        sim = simulator()
+        (response,) = post(sim, {**FIRST, "tools": []})
+        assert response.status_code == 400
+        assert response.json()["error"]["code"] == "sim_expectation_failed"
+        assert sim.problems == ["replies[0].expect_request.tools: expected ['shell'], got []"]
+
+    def test_request_after_the_script_names_the_scenario(self) -> None:
+        sim = simulator()
+        *_, extra = post(sim, FIRST, SECOND, SECOND)
+        assert extra.status_code == 400
+        assert extra.json()["error"]["code"] == "sim_script_exhausted"
+        assert (
+            "scenario echo-42 has no reply left for request 3 (it scripts 2)"
+            in extra.json()["error"]["message"]
+        )
+        assert sim.problems[-1].startswith("scenario echo-42 has no reply left")
+
+    def test_unused_replies(self) -> None:
+        sim = simulator()
+        post(sim, FIRST)
+        assert sim.unused() == ["simulator for echo-42 has 1 unused of 2 scripted replies"]
+
+    def test_cycle_starts_again(self, tmp_path: Path) -> None:
+        sim = simulator("prompt: p\nreplies: [{content: a}, {content: b}]\n", tmp_path, cycle=True)
+        body = {"messages": [{"role": "user", "content": "p"}]}
+        texts = [r.json()["choices"][0]["message"]["content"] for r in post(sim, body, body, body)]
+        assert texts == ["a", "b", "a"]
+        assert sim.unused() == []
