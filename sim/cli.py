@@ -315,3 +315,7 @@ def serve(
 def main() -> None:
     """Entry point of the `sim` console script."""
     app()
+
+
+if __name__ == "__main__":
+    main()

@@ -85,7 +85,9 @@ class ScriptedReplySpec(_Strict):
     error: ScriptedErrorSpec | None = Field(None, description="An API error instead of a reply.")
     malformed: bool = Field(False, description="Send a body that is not JSON instead of the reply.")
     cut_after_chunks: Annotated[int, Field(ge=0)] | None = Field(
-        None, description="End the stream after this many chunks, before the finish reason."
+        None,
+        description="End the stream after this many chunks, before the finish reason "
+        "(a reply that is not streamed is cut in half).",
     )
     latency: Latency | None = Field(None, description="This reply's latency; the scenario's when left out.")
     expect_request: RequestExpectation | None = Field(

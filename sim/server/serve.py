@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import socket
 from collections.abc import Callable
 
@@ -45,7 +47,15 @@ def serve(
 
     simulator = Simulator(scenario, cycle=cycle, on_consumed=stop if once else None)
     config.app = simulator.app
-    if on_ready is not None:
-        on_ready()
-    server.run(sockets=[sock])
+
+    async def run() -> None:
+        serving = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.005)
+        if server.started and on_ready is not None:
+            on_ready()  # only now: Ctrl-C is handled from here on
+        await serving
+
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn shuts down gracefully, then re-raises Ctrl-C
+        asyncio.run(run())
     return simulator

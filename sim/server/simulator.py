@@ -150,6 +150,9 @@ class Simulator:
             wire = completion_to_wire(
                 reply, completion_id=completion_id, created=CREATED, model=model, usage=usage
             )
+            if spec.cut_after_chunks is not None:  # not streamed: the body itself is cut short
+                encoded = json.dumps(wire).encode()
+                return Response(encoded[: len(encoded) // 2], media_type="application/json", background=done)
             return JSONResponse(wire, background=done)
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         chunks = chunks_to_wire(

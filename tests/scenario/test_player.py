@@ -217,3 +217,32 @@ def test_bundled_scenarios_cover_every_outcome_and_shell_error_code() -> None:
     }
     for path in BUNDLED:
         assert "description:" in path.read_text(), f"{path.name} has no description"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("path", BUNDLED, ids=[p.stem for p in BUNDLED])
+def test_bundled_scenario_passes_through_the_real_sdk_and_simulator(path: Path, stream: bool) -> None:
+    report = asyncio.run(play_file(path, via="sdk", stream=stream))
+    assert report.problems == ()
+    direct = asyncio.run(play_file(path))
+    assert (report.outcome, report.final_text, report.turns) == (
+        direct.outcome,
+        direct.final_text,
+        direct.turns,
+    )
+
+
+def test_via_sdk_reports_what_the_simulator_saw(tmp_path: Path) -> None:
+    text = """
+    prompt: p
+    replies:
+      - content: one
+        expect_request: {message_count: 5}
+      - content: never asked for
+    """
+    report = play(tmp_path, text)
+    path = tmp_path / "case.yaml"
+    report = asyncio.run(play_file(path, via="sdk"))
+    assert "replies[0].expect_request.message_count: expected 5, got 2" in report.problems
+    assert "simulator for case has 1 unused of 2 scripted replies" in report.problems
+    assert report.outcome == "api_error"

@@ -13,6 +13,10 @@ import httpx2
 import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
+from sim import ModelAPIError, ModelRequest, SystemMessage, UserMessage
+from sim.adapters.chat_wire import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON, STREAM_ENDED_EARLY
+from sim.adapters.openai_chat import OpenAIChatModel
+from sim.core.errors import ModelReplyError
 from sim.scenario import load_scenario
 from sim.server import Simulator
 
@@ -257,3 +261,53 @@ class TestValidation:
         texts = [r.json()["choices"][0]["message"]["content"] for r in post(sim, body, body, body)]
         assert texts == ["a", "b", "a"]
         assert sim.unused() == []
+
+
+class TestThroughTheAdapter:
+    """Each scripted fault reaches the loop's side as the typed error the real endpoint's would."""
+
+    @pytest.mark.parametrize(
+        ("reply", "stream", "error_type", "message"),
+        [
+            (
+                "{error: {status: 500, message: Boom, type: server_error}}",
+                False,
+                ModelAPIError,
+                "HTTP 500: Boom",
+            ),
+            (
+                "{error: {status: 401, message: Bad key, code: invalid_api_key}}",
+                True,
+                ModelAPIError,
+                "HTTP 401: Bad key",
+            ),
+            ("{malformed: true}", False, ModelReplyError, REPLY_NOT_JSON),
+            ("{malformed: true}", True, ModelReplyError, STREAM_CHUNK_NOT_JSON),
+            ("{content: partial answer, cut_after_chunks: 2}", True, ModelReplyError, STREAM_ENDED_EARLY),
+        ],
+        ids=["500", "401 streamed", "malformed", "malformed streamed", "cut stream"],
+    )
+    def test_typed_errors(
+        self, tmp_path: Path, reply: str, stream: bool, error_type: type, message: str
+    ) -> None:
+        sim = simulator(f"prompt: p\nreplies: [{reply}]\n", tmp_path)
+        model = OpenAIChatModel.connect(
+            base_url="http://sim.test/v1",
+            api_key="sk-x",
+            model="sim-model",
+            stream=stream,
+            http_client=httpx2.AsyncClient(transport=httpx2.ASGITransport(app=sim.app)),
+        )
+        request = ModelRequest([SystemMessage(content="s"), UserMessage(content="p")])
+        with pytest.raises(error_type) as caught:
+            asyncio.run(model.complete(request))
+        assert type(caught.value) is error_type
+        assert str(caught.value) == message
+
+
+def test_cut_reply_that_is_not_streamed_is_a_body_cut_short(tmp_path: Path) -> None:
+    sim = simulator("prompt: p\nreplies: [{content: hello, cut_after_chunks: 2}]\n", tmp_path)
+    (response,) = post(sim, {"messages": [{"role": "user", "content": "p"}]})
+    assert response.text.startswith('{"id": "chatcmpl-sim')
+    with pytest.raises(ValueError, match=r"."):
+        response.json()

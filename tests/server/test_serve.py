@@ -1,0 +1,130 @@
+"""`sim serve` as a real process on an ephemeral 127.0.0.1 port, with `sim run` and a plain client against it.
+
+Every process is bounded by a timeout and stopped by the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+SIM = [sys.executable, "-m", "sim.cli"]
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses POSIX signals")
+
+
+@contextmanager
+def served(scenario: Path, *options: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    process = subprocess.Popen(
+        [*SIM, "serve", str(scenario), "--port", "0", *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("OPENAI_BASE_URL=http://127.0.0.1:"), line + (
+            process.stderr.read() if process.stderr else ""
+        )
+        yield process, line.strip().split("=", 1)[1]
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=10)
+
+
+def sim_run(base_url: str, workspace: Path, prompt: str) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "OPENAI_BASE_URL": base_url,
+        "OPENAI_API_KEY": "sk-served",
+        "OPENAI_MODEL": "sim-model",
+    }
+    return subprocess.run(
+        [*SIM, "run", "--prompt", prompt, "--approve", "always", "--workspace", str(workspace)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_sim_run_against_sim_serve_follows_the_scenario(tmp_path: Path) -> None:
+    with served(SCENARIOS / "echo-42.yaml", "--once") as (server, base_url):
+        done = sim_run(base_url, tmp_path, "Run `echo 42` and tell me the result.")
+        assert done.returncode == 0, done.stderr
+        assert '  call call_1: shell {"command":"echo 42"}' in done.stdout
+        assert "  result call_1: 42" in done.stdout
+        assert done.stdout.rstrip().endswith("The command printed 42.")
+        assert server.wait(timeout=20) == 0
+        assert server.stderr is not None
+        assert "served 2 requests; 2 replies sent" in server.stderr.read()
+
+
+def test_scripted_error_reaches_sim_run_as_a_typed_error(tmp_path: Path) -> None:
+    with served(SCENARIOS / "rate-limited.yaml") as (_, base_url):
+        done = sim_run(base_url, tmp_path, "Run `date`.")
+    assert done.returncode == 1
+    assert (
+        done.stderr.strip().splitlines()[-1] == "error: api_error: HTTP 429: Rate limit reached for requests"
+    )
+
+
+def test_plain_client_and_models_endpoint(tmp_path: Path) -> None:
+    with served(SCENARIOS / "slow-stream.yaml") as (_, base_url):
+        with urllib.request.urlopen(f"{base_url}/models", timeout=10) as response:
+            assert json.load(response)["data"][0]["id"] == "sim-model"
+        body = json.dumps(
+            {"model": "sim-model", "messages": [{"role": "user", "content": "hi"}], "stream": True}
+        )
+        request = urllib.request.Request(
+            f"{base_url}/chat/completions", data=body.encode(), headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            text = response.read().decode()
+    assert text.rstrip().endswith("data: [DONE]")
+    pieces = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: {")]
+    assert (
+        "".join(p["choices"][0]["delta"].get("content") or "" for p in pieces if p["choices"])
+        == "Slowly, but surely."
+    )
+
+
+def test_once_with_replies_left_exits_1_on_interrupt() -> None:
+    with served(SCENARIOS / "echo-42.yaml", "--once") as (server, _):
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=20) == 1
+        assert server.stderr is not None
+        assert "has 2 unused of 2 scripted replies" in server.stderr.read()
+
+
+def test_interrupt_without_once_exits_0() -> None:
+    with served(SCENARIOS / "echo-42.yaml") as (server, _):
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=20) == 0
+
+
+def test_port_in_use_is_a_usage_error() -> None:
+    with served(SCENARIOS / "echo-42.yaml") as (_, base_url):
+        port = base_url.rsplit(":", 1)[1].split("/")[0]
+        done = subprocess.run(
+            [*SIM, "serve", str(SCENARIOS / "echo-42.yaml"), "--port", port],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    assert done.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
