@@ -16,7 +16,8 @@ from sim.server.simulator import Simulator
 def listen(host: str, port: int) -> socket.socket:
     """A bound, listening socket; port 0 picks a free one."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto IPPROTO_TCP, not 0: asyncio only turns Nagle off (TCP_NODELAY) on sockets that say they are TCP
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(2048)

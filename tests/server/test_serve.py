@@ -128,3 +128,29 @@ def test_port_in_use_is_a_usage_error() -> None:
         )
     assert done.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+
+
+def test_accepted_connections_have_nagle_off() -> None:
+    """Without TCP_NODELAY every reply written in two parts waits for a delayed ACK (about 40 ms)."""
+    import asyncio
+    import socket
+
+    from sim.server.serve import listen
+
+    async def accept_one() -> int:
+        sock = listen("127.0.0.1", 0)
+        seen: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            accepted = writer.get_extra_info("socket")
+            seen.set_result(accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+            writer.close()
+
+        server = await asyncio.start_server(handle, sock=sock)
+        async with server:
+            _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+            value = await asyncio.wait_for(seen, 10)
+            writer.close()
+        return value
+
+    assert asyncio.run(accept_one()) != 0
