@@ -30,6 +30,7 @@ from sim.core.transcript import describe, turns
 from sim.scenario.loader import load_scenario, scenario_files
 from sim.scenario.outline import outline
 from sim.scenario.player import PlayReport, Via, play_file
+from sim.scenario.schema import Scenario
 from sim.server.serve import base_url, listen
 from sim.server.serve import serve as serve_scenario
 from sim.tools.shell import shell_tool
@@ -161,17 +162,21 @@ def check(paths: Paths, as_json: JsonFlag = False) -> None:
         raise typer.Exit(1)
 
 
-@app.command()
-def show(file: Annotated[Path, typer.Argument(help="A scenario file.")]) -> None:
-    """Print a scenario's scripted conversation turn by turn."""
+def _load_one(file: Path) -> Scenario:
+    """One scenario file, or exit: 2 when there is no such file, 1 when it does not load."""
     if not file.is_file():
         raise _usage_error(f"no such file: {file}")
     try:
-        scenario = load_scenario(file)
+        return load_scenario(file)
     except ScenarioError as error:
         err.print(str(error), markup=False)
         raise typer.Exit(1) from None
-    for line in outline(scenario):
+
+
+@app.command()
+def show(file: Annotated[Path, typer.Argument(help="A scenario file.")]) -> None:
+    """Print a scenario's scripted conversation turn by turn."""
+    for line in outline(_load_one(file)):
         out.print(line, markup=False)
 
 
@@ -284,16 +289,10 @@ def serve(
     ] = (False),
     cycle: Annotated[
         bool, typer.Option("--cycle", help="Start the script again when it ends (load tests).")
-    ] = (False),
+    ] = False,
 ) -> None:
     """Serve an OpenAI-compatible /v1/chat/completions that answers from SCENARIO."""
-    if not scenario_file.is_file():
-        raise _usage_error(f"no such file: {scenario_file}")
-    try:
-        scenario = load_scenario(scenario_file)
-    except ScenarioError as error:
-        err.print(str(error), markup=False)
-        raise typer.Exit(1) from None
+    scenario = _load_one(scenario_file)
     try:
         sock = listen(host, port)
     except OSError as error:
