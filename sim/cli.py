@@ -286,7 +286,7 @@ def serve(
     port: Annotated[int, typer.Option(help="Port to listen on; 0 picks a free one.")] = 8000,
     once: Annotated[
         bool, typer.Option("--once", help="Exit when every reply was sent; 1 if any went unused.")
-    ] = (False),
+    ] = False,
     cycle: Annotated[
         bool, typer.Option("--cycle", help="Start the script again when it ends (load tests).")
     ] = False,
