@@ -1,4 +1,4 @@
-"""Strict scripted fakes of the model, the command runner and the approver, for tests and scenarios.
+"""Strict scripted fakes of the model, the command runner, the approver and tool results.
 
 Each records what it was asked, raises `ScenarioError` when asked for something its script does not
 hold, and `assert_complete()` raises when parts of the script were never used.
@@ -7,15 +7,16 @@ hold, and `assert_complete()` raises when parts of the script were never used.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from sim.core.approval import SCRIPT_DENIED_REASON, ApprovalDecision, ApprovalRequest
 from sim.core.commands import CommandOutput, OutputBudget
 from sim.core.errors import ScenarioError
-from sim.core.messages import RequestPairing
+from sim.core.messages import RequestPairing, ToolCall
 from sim.core.model import ModelReply, ModelRequest
+from sim.core.tools import ToolContext, ToolResult
 
 
 class ScriptedModel:
@@ -125,3 +126,25 @@ class ScriptedApprover:
         """Raise `ScenarioError` if scripted answers were left unused."""
         if self._answers:
             raise ScenarioError(f"{len(self._answers)} scripted approval answer(s) never used")
+
+
+class ScriptedToolResults:
+    """Answers tool calls by call id from a script: a tool handler for tools whose results are scripted."""
+
+    def __init__(self, results: Mapping[str, ToolResult]) -> None:
+        self._unused: dict[str, ToolResult] = dict(results)
+        self.calls: list[ToolCall] = []
+
+    def answer(self, arguments: object, context: ToolContext) -> ToolResult:
+        """The scripted result of `context.call`; `ScenarioError` when there is none (or it was used)."""
+        call = context.call
+        self.calls.append(call)
+        result = self._unused.pop(call.id, None)
+        if result is None:
+            raise ScenarioError(f"no scripted result for call {call.id} ({call.name})")
+        return result
+
+    def assert_complete(self) -> None:
+        """Raise `ScenarioError` if scripted results were never asked for."""
+        if self._unused:
+            raise ScenarioError(f"scripted results never used: {', '.join(self._unused)}")

@@ -99,6 +99,8 @@ class ToolDefinition:
     input_model: type[BaseModel]
     effect: ToolEffect
     handler: ToolHandler
+    parameters: Mapping[str, Any] | None = None
+    """A JSON Schema shown instead of the input model's, for tools scripted or replayed from a recording."""
 
     def __post_init__(self) -> None:
         if not _TOOL_NAME.fullmatch(self.name):
@@ -108,9 +110,17 @@ class ToolDefinition:
 
     def spec(self) -> ToolSpec:
         """The name, description and JSON Schema the model is offered."""
+        if self.parameters is not None:
+            return ToolSpec(self.name, self.description, dict(self.parameters))
         schema = self.input_model.model_json_schema(schema_generator=_SchemaWithoutTitles)
         schema.pop("description", None)  # the input model's docstring; the tool has its own description
         return ToolSpec(self.name, self.description, schema)
+
+
+class AnyArguments(BaseModel):
+    """Input model of tools whose schema is given, not generated: any JSON object is accepted."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,8 @@ from sim.core.commands import DEFAULT_MAX_CHARS, DEFAULT_TIMEOUT_SECONDS
 from sim.core.model import FinishReason
 from sim.core.outcome import Outcome
 
-ToolName = Literal["shell"]
-"""The built-in tools a scenario can offer."""
+BuiltinTool = Literal["shell"]
+"""The built-in tools a scenario can offer by name."""
 
 
 class _Strict(BaseModel):
@@ -124,6 +124,26 @@ class ShellSettings(_Strict):
     max_chars: PositiveInt = Field(DEFAULT_MAX_CHARS, description="Output kept before `[output truncated]`.")
 
 
+class ScriptedToolSpec(_Strict):
+    """A tool offered to the model whose calls are answered from the scenario's `results`, by call id."""
+
+    name: Annotated[str, Field(min_length=1)] = Field(description="The tool's name.")
+    description: str = Field("", description="What the model is told the tool does.")
+    parameters: dict[str, Any] = Field(
+        default_factory=lambda: {"type": "object", "properties": {}},
+        description="The JSON Schema of its arguments, shown to the model as is.",
+    )
+    effect: Literal["read", "write", "execute"] = Field("read", description="Shown to the approver.")
+
+
+class ScriptedResultSpec(_Strict):
+    """What a scripted tool returns for one call."""
+
+    content: str = Field(description="The text the model reads.")
+    is_error: bool = Field(False, description="Whether the call failed.")
+    error_code: str | None = Field(None, description="The error code, when it failed.")
+
+
 class ToolResultExpectation(_Strict):
     """What one call's result must be; fields left out are not checked."""
 
@@ -146,7 +166,7 @@ class Expectation(_Strict):
 Approvals = Literal["allow", "deny"] | list[bool]
 
 
-def _default_tools() -> list[ToolName]:
+def _default_tools() -> list[BuiltinTool | ScriptedToolSpec]:
     return ["shell"]
 
 
@@ -163,7 +183,12 @@ class Scenario(_Strict):
         "sim-model", description="The model the simulator reports in replies and /v1/models."
     )
     max_turns: PositiveInt = Field(20, description="The most model requests the run may make.")
-    tools: list[ToolName] = Field(default_factory=_default_tools, description="Built-in tools offered.")
+    tools: list[BuiltinTool | ScriptedToolSpec] = Field(
+        default_factory=_default_tools, description="Tools offered: built-in names, or scripted tools."
+    )
+    results: dict[str, str | ScriptedResultSpec] = Field(
+        default_factory=dict, description="What scripted tools return, by call id: text, or a result."
+    )
     approvals: Approvals = Field(
         "allow", description="`allow`, `deny`, or one answer per approval request, in order: [yes, no]."
     )
@@ -182,10 +207,22 @@ class Scenario(_Strict):
             raise ValueError(f"must be allow, deny, or a list of answers like [yes, no], not {value!r}")
         return value
 
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _builtin_names(cls, tools: Any) -> Any:
+        for tool in tools if isinstance(tools, list) else []:
+            if isinstance(tool, str) and tool != "shell":
+                raise ValueError(
+                    f"unknown built-in tool {tool!r} (built-in: shell; scripted tools are mappings"
+                    " with name, description, parameters)"
+                )
+        return tools
+
     @field_validator("tools")
     @classmethod
-    def _tools_once(cls, tools: list[str]) -> list[str]:
-        if len(set(tools)) != len(tools):
+    def _tools_once(cls, tools: list[BuiltinTool | ScriptedToolSpec]) -> list[BuiltinTool | ScriptedToolSpec]:
+        names = [tool if isinstance(tool, str) else tool.name for tool in tools]
+        if len(set(names)) != len(names):
             raise ValueError("each tool may be listed once")
         return tools
 

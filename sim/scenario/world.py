@@ -9,9 +9,15 @@ from sim.core.approval import AllowAllApprover, Approver, DenyAllApprover
 from sim.core.errors import ModelAPIError, ModelReplyError, ScenarioError
 from sim.core.messages import AssistantMessage, ToolCall
 from sim.core.model import ModelReply
-from sim.core.scripted import ScriptedApprover, ScriptedCommand, ScriptedCommandRunner, ScriptedModel
-from sim.core.tools import ToolRegistry
-from sim.scenario.schema import Scenario, ScriptedReplySpec
+from sim.core.scripted import (
+    ScriptedApprover,
+    ScriptedCommand,
+    ScriptedCommandRunner,
+    ScriptedModel,
+    ScriptedToolResults,
+)
+from sim.core.tools import AnyArguments, ToolDefinition, ToolRegistry, ToolResult
+from sim.scenario.schema import Scenario, ScriptedReplySpec, ScriptedToolSpec
 from sim.tools.shell import shell_tool
 
 
@@ -55,16 +61,19 @@ class ScriptedWorld:
     commands: ScriptedCommandRunner
     approver: Approver
     tools: ToolRegistry
+    results: ScriptedToolResults
 
     def unused(self) -> list[str]:
         """What the shell's and approver's scripts held that the run never used, one line each."""
-        problems = unused_script(self.commands)
+        problems = unused_script(self.commands) + unused_script(self.results)
         if isinstance(self.approver, ScriptedApprover):
             problems += unused_script(self.approver)
         return problems
 
 
-def unused_script(fake: ScriptedModel | ScriptedCommandRunner | ScriptedApprover) -> list[str]:
+def unused_script(
+    fake: ScriptedModel | ScriptedCommandRunner | ScriptedApprover | ScriptedToolResults,
+) -> list[str]:
     """What `fake`'s script held that the run never used, as lines."""
     try:
         fake.assert_complete()
@@ -86,6 +95,27 @@ def build_world(scenario: Scenario) -> ScriptedWorld:
         approver = DenyAllApprover()
     else:
         approver = ScriptedApprover(scenario.approvals)
-    shell = shell_tool(commands, timeout=scenario.shell.timeout, max_chars=scenario.shell.max_chars)
-    tools = ToolRegistry([shell] if "shell" in scenario.tools else [])
-    return ScriptedWorld(commands, approver, tools)
+    results = ScriptedToolResults(
+        {
+            call_id: ToolResult.ok(spec) if isinstance(spec, str) else ToolResult(**spec.model_dump())
+            for call_id, spec in scenario.results.items()
+        }
+    )
+    tools = ToolRegistry()
+    for tool in scenario.tools:
+        if tool == "shell":
+            tools.register(
+                shell_tool(commands, timeout=scenario.shell.timeout, max_chars=scenario.shell.max_chars)
+            )
+        elif isinstance(tool, ScriptedToolSpec):
+            tools.register(
+                ToolDefinition(
+                    tool.name,
+                    tool.description or f"The scripted tool {tool.name}.",
+                    AnyArguments,
+                    tool.effect,
+                    results.answer,
+                    parameters=tool.parameters,
+                )
+            )
+    return ScriptedWorld(commands, approver, tools, results)

@@ -246,3 +246,43 @@ def test_via_sdk_reports_what_the_simulator_saw(tmp_path: Path) -> None:
     assert "replies[0].expect_request.message_count: expected 5, got 2" in report.problems
     assert "simulator for case has 1 unused of 2 scripted replies" in report.problems
     assert report.outcome == "api_error"
+
+
+class TestScriptedTools:
+    TEXT = """
+    prompt: What is 2 + 2?
+    tools:
+      - name: add
+        description: Adds two numbers.
+        parameters: {type: object, properties: {a: {type: integer}, b: {type: integer}}, required: [a, b]}
+    results:
+      call_1: "4"
+      call_2: {content: "Error [tool_execution_error]: Tool execution failed", is_error: true,
+               error_code: tool_execution_error}
+    replies:
+      - tool_calls:
+          - {id: call_1, name: add, arguments: {a: 2, b: 2}}
+          - {id: call_2, name: add, arguments: {a: 1}}
+        expect_request:
+          tools: [add]
+      - content: It is 4.
+    expect:
+      final_text: It is 4.
+      tool_results:
+        call_1: {content: "4", is_error: false}
+        call_2: {is_error: true, error_code: tool_execution_error}
+    """
+
+    def test_results_answer_calls_by_id_and_the_schema_is_shown_as_given(self, tmp_path: Path) -> None:
+        report = play(tmp_path, self.TEXT)
+        assert report.problems == ()
+        sdk = asyncio.run(play_file(tmp_path / "case.yaml", via="sdk"))
+        assert sdk.problems == ()
+
+    def test_a_call_without_a_scripted_result(self, tmp_path: Path) -> None:
+        report = play(tmp_path, self.TEXT.replace("call_2: {content", "call_9: {content"))
+        assert report.problems == ("no scripted result for call call_2 (add)",)
+
+    def test_unused_results(self, tmp_path: Path) -> None:
+        text = self.TEXT.replace('call_1: "4"', 'call_1: "4"\n      spare: "never"')
+        assert play(tmp_path, text).problems == ("scripted results never used: spare",)
