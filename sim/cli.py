@@ -19,8 +19,9 @@ from rich.text import Text
 
 from sim.adapters.openai_chat import OpenAIChatModel
 from sim.adapters.settings import Settings
+from sim.cassette.recorder import record_run
 from sim.core.approval import AllowAllApprover, Approver, DenyAllApprover, TerminalApprover
-from sim.core.errors import AgentError, ConfigurationError, ScenarioError
+from sim.core.errors import AgentError, CassetteError, ConfigurationError, ScenarioError
 from sim.core.events import RunEvent
 from sim.core.loop import DEFAULT_MAX_TURNS, AgentRunner
 from sim.core.messages import CHAT_MESSAGES
@@ -201,19 +202,80 @@ def _approver(mode: ApproveMode) -> Approver:
     return TerminalApprover()
 
 
+Prompt = Annotated[str, typer.Option("--prompt", "-p", help="What to ask the agent.")]
+MaxTurns = Annotated[int, typer.Option(help="The most model requests.")]
+Workspace = Annotated[Path, typer.Option(help="Where the shell runs commands.")]
+Approve = Annotated[ApproveMode, typer.Option(help="Ask on the terminal, or allow / deny all.")]
+Stream = Annotated[bool, typer.Option("--stream", help="Stream replies (SSE).")]
+MaxCompletionTokens = Annotated[int | None, typer.Option(help="Token limit per reply.")]
+
+
 @app.command()
 def run(
-    prompt: Annotated[str, typer.Option("--prompt", "-p", help="What to ask the agent.")],
-    max_turns: Annotated[int, typer.Option(help="The most model requests.")] = DEFAULT_MAX_TURNS,
-    workspace: Annotated[Path, typer.Option(help="Where the shell runs commands.")] = Path("."),
-    approve: Annotated[ApproveMode, typer.Option(help="Ask on the terminal, or allow / deny all.")] = (
-        ApproveMode.ask
-    ),
-    stream: Annotated[bool, typer.Option("--stream", help="Stream replies (SSE).")] = False,
-    max_completion_tokens: Annotated[int | None, typer.Option(help="Token limit per reply.")] = None,
+    prompt: Prompt,
+    max_turns: MaxTurns = DEFAULT_MAX_TURNS,
+    workspace: Workspace = Path("."),
+    approve: Approve = ApproveMode.ask,
+    stream: Stream = False,
+    max_completion_tokens: MaxCompletionTokens = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Run the agent loop live against OPENAI_BASE_URL / OPENAI_API_KEY / OPENAI_MODEL (env or .env)."""
+    _, runner = _live_runner(max_turns, workspace, approve, stream, max_completion_tokens, as_json)
+    error: AgentError | None = None
+    final_text: str | None = None
+    try:
+        result = runner.run_sync(prompt)
+        final_text, taken = result.final_text, result.turns
+    except AgentError as raised:
+        error, taken = raised, raised.turns
+    _report(runner, final_text, taken, error, as_json)
+
+
+@app.command()
+def record(
+    cassette: Annotated[Path, typer.Argument(help="The cassette file to write.")],
+    prompt: Prompt,
+    max_turns: MaxTurns = DEFAULT_MAX_TURNS,
+    workspace: Workspace = Path("."),
+    approve: Approve = ApproveMode.ask,
+    stream: Stream = False,
+    max_completion_tokens: MaxCompletionTokens = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing cassette.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Run the loop live, as `sim run` does, and record the whole session into CASSETTE."""
+    if cassette.exists() and not force:
+        raise _usage_error(f"cassette exists: {cassette} (use --force to overwrite it)")
+    settings, runner = _live_runner(max_turns, workspace, approve, stream, max_completion_tokens, as_json)
+    try:
+        result, error = record_run(
+            cassette,
+            runner,
+            prompt,
+            model=settings.model,
+            stream=stream,
+            max_completion_tokens=max_completion_tokens,
+            secrets=(settings.api_key,),
+        )
+    except CassetteError as failure:
+        err.print(f"error: {failure}", markup=False)
+        raise typer.Exit(1) from None
+    if not as_json:
+        err.print(f"recorded {cassette}", markup=False)
+    taken = result.turns if result else (error.turns if error else 0)
+    _report(runner, result.final_text if result else None, taken, error, as_json)
+
+
+def _live_runner(
+    max_turns: int,
+    workspace: Path,
+    approve: ApproveMode,
+    stream: bool,
+    max_completion_tokens: int | None,
+    as_json: bool,
+) -> tuple[Settings, AgentRunner]:
+    """The settings and a runner with the shell tool against the configured endpoint; exit 2 when unusable."""
     try:
         settings = Settings.load()
         model = OpenAIChatModel.connect(
@@ -236,7 +298,7 @@ def run(
         raise _usage_error(str(error)) from None
     if not workspace.is_dir():
         raise _usage_error(f"no such workspace folder: {workspace}")
-    _finish(runner, prompt, as_json)
+    return settings, runner
 
 
 def _style(line: str) -> str:
@@ -254,15 +316,10 @@ def _print_event(event: RunEvent) -> None:
         out.print(Text(line, style=_style(line)))
 
 
-def _finish(runner: AgentRunner, prompt: str, as_json: bool) -> None:
-    """Run `prompt`, print the outcome, and exit 1 when the run failed."""
-    error: AgentError | None = None
-    final_text: str | None = None
-    try:
-        result = runner.run_sync(prompt)
-        final_text, taken = result.final_text, result.turns
-    except AgentError as raised:
-        error, taken = raised, raised.turns
+def _report(
+    runner: AgentRunner, final_text: str | None, taken: int, error: AgentError | None, as_json: bool
+) -> None:
+    """Print how a live run ended, and exit 1 when it failed."""
     if as_json:
         report: dict[str, Any] = {
             "outcome": outcome_of(error),

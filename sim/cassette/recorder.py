@@ -1,0 +1,120 @@
+"""Recording a live run with vcrpy: every HTTP interaction, then the whole session written at once."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import vcr
+from vcr.persisters.filesystem import CassetteNotFoundError
+
+from sim.cassette.secrets import SECRET_HEADERS
+from sim.cassette.session import RecordedSession, RecordedTool
+from sim.cassette.writer import Exchange, exchanges_from_vcr, write_cassette
+from sim.core.errors import AgentError
+from sim.core.events import RunEvent, ToolCallFinished
+from sim.core.loop import AgentRunner, RunResult
+from sim.core.outcome import outcome_of
+from sim.core.tools import ToolResult
+
+
+class MemoryPersister:
+    """A vcrpy persister that loads nothing and keeps what vcrpy saves in memory."""
+
+    def __init__(self) -> None:
+        self.saved: Mapping[str, Any] | None = None
+
+    def load_cassette(self, cassette_path: str, serializer: Any) -> Any:
+        """Nothing is loaded: a recording starts empty."""
+        raise CassetteNotFoundError()
+
+    def save_cassette(self, cassette_path: str, cassette_dict: Mapping[str, Any], serializer: Any) -> None:
+        """Keep the interactions; sim writes the file itself."""
+        self.saved = cassette_dict
+
+
+def recording_vcr(persister: Any, record_mode: str = "all") -> vcr.VCR:
+    """A vcrpy `VCR` that records with secret headers filtered and bodies decompressed."""
+    recorder = vcr.VCR(
+        record_mode=record_mode,
+        decode_compressed_response=True,
+        record_on_exception=False,
+        filter_headers=sorted(SECRET_HEADERS),
+    )
+    recorder.register_persister(persister)
+    return recorder
+
+
+def echoed_call_ids(exchanges: list[Exchange]) -> set[str]:
+    """Ids of tool calls whose results some recorded request sends back."""
+    echoed = set()
+    for exchange in exchanges:
+        try:
+            body = json.loads(exchange.request_body or b"")
+        except ValueError:
+            continue
+        for message in body.get("messages", []) if isinstance(body, dict) else []:
+            if isinstance(message, dict) and message.get("role") == "tool":
+                echoed.add(str(message.get("tool_call_id")))
+    return echoed
+
+
+def record_run(
+    path: Path,
+    runner: AgentRunner,
+    prompt: str,
+    *,
+    model: str,
+    stream: bool,
+    max_completion_tokens: int | None,
+    secrets: tuple[str, ...],
+) -> tuple[RunResult | None, AgentError | None]:
+    """Run `prompt` on `runner` while vcrpy records; then write the cassette, atomically.
+
+    A run that raises an `AgentError` is recorded too (its outcome is in the `sim:` block); anything else
+    (a crash, Ctrl-C) leaves no file, or the previous one untouched.
+    """
+    results: dict[str, ToolResult] = {}
+    watching = runner.observer
+
+    def observe(event: RunEvent) -> None:
+        if isinstance(event, ToolCallFinished):
+            results[event.call.id] = event.result
+        if watching is not None:
+            watching(event)
+
+    runner.observer = observe
+    persister = MemoryPersister()
+    result: RunResult | None = None
+    error: AgentError | None = None
+    try:
+        with recording_vcr(persister).use_cassette(str(path)):
+            try:
+                result = runner.run_sync(prompt)
+            except AgentError as raised:
+                error = raised
+    finally:
+        runner.observer = watching
+    exchanges = exchanges_from_vcr(persister.saved or {"requests": [], "responses": []})
+    echoed = echoed_call_ids(exchanges)
+    session = RecordedSession(
+        prompt=prompt,
+        system_prompt=runner.system.content,
+        model=model,
+        max_turns=runner.max_turns,
+        stream=stream,
+        max_completion_tokens=max_completion_tokens,
+        tools=[
+            RecordedTool(name=s.name, description=s.description, parameters=dict(s.parameters))
+            for s in runner.tools.snapshot().specs
+        ],
+        outcome=outcome_of(error),
+        final_text=result.final_text if result else None,
+        turns=result.turns if result else (error.turns if error else 0),
+        error=str(error) if error else None,
+        tool_results={call_id: r for call_id, r in results.items() if call_id not in echoed},
+    )
+    write_cassette(path, exchanges, sim=session.model_dump(mode="json"), secrets=secrets)
+    return result, error

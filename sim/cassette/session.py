@@ -1,0 +1,41 @@
+"""The `sim:` block of a cassette: what replay needs besides the HTTP interactions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sim.core.outcome import Outcome
+from sim.core.tools import ToolResult
+
+
+class RecordedTool(BaseModel):
+    """A tool as the model was offered it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class RecordedSession(BaseModel):
+    """How the recorded run was set up and how it ended."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompt: str
+    system_prompt: str
+    model: str
+    max_turns: int
+    stream: bool = False
+    max_completion_tokens: int | None = None
+    tools: list[RecordedTool] = Field(default_factory=list)
+    outcome: Outcome
+    final_text: str | None = None
+    turns: int
+    error: str | None = None
+    tool_results: dict[str, ToolResult] = Field(
+        default_factory=dict, description="Results no later request echoes (e.g. of a last turn)."
+    )

@@ -1,0 +1,145 @@
+"""Writing cassettes: vcrpy's format with readable bodies, no secrets, and no half-written file ever."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sim.cassette.reader import decompress
+from sim.cassette.secrets import SECRET_HEADERS, STALE_HEADERS, scrub
+from sim.core.errors import CassetteError
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """One HTTP request and its response, as captured."""
+
+    method: str
+    uri: str
+    request_headers: Mapping[str, list[str]]
+    request_body: bytes | None
+    status: int
+    reason: str
+    response_headers: Mapping[str, list[str]]
+    response_body: bytes
+
+
+def exchanges_from_vcr(cassette_dict: Mapping[str, Any]) -> list[Exchange]:
+    """The interactions vcrpy captured (its `{"requests": [...], "responses": [...]}`)."""
+    exchanges = []
+    for request, response in zip(cassette_dict["requests"], cassette_dict["responses"], strict=True):
+        body = request.body
+        status = response.get("status", {})
+        exchanges.append(
+            Exchange(
+                method=request.method,
+                uri=request.uri,
+                request_headers={str(k): [str(v)] for k, v in request.headers.items()},
+                request_body=body.encode() if isinstance(body, str) else body,
+                status=int(status.get("code", 200)),
+                reason=str(status.get("message", "")),
+                response_headers={
+                    str(k): [str(v) for v in vs] for k, vs in response.get("headers", {}).items()
+                },
+                response_body=_bytes(response.get("body", {}).get("string", b"")),
+            )
+        )
+    return exchanges
+
+
+def _bytes(value: Any) -> bytes:
+    return value.encode() if isinstance(value, str) else bytes(value or b"")
+
+
+def readable(body: bytes) -> str:
+    """A body as text a person can read: decompressed, JSON pretty-printed, anything else as UTF-8."""
+    raw = decompress(body)
+    try:
+        return json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
+    except ValueError:
+        return raw.decode("utf-8", errors="replace")
+
+
+def _headers(headers: Mapping[str, list[str]], secrets: tuple[str, ...]) -> dict[str, list[str]]:
+    kept = {}
+    for name, values in headers.items():
+        lowered = name.lower()
+        if lowered not in SECRET_HEADERS and lowered not in STALE_HEADERS:
+            kept[name] = [scrub(value, secrets) for value in values]
+    return kept
+
+
+def cassette_data(
+    exchanges: Iterable[Exchange], *, sim: Mapping[str, Any] | None, secrets: tuple[str, ...]
+) -> dict[str, Any]:
+    """The cassette as data: vcrpy's layout, bodies readable, secrets gone, and the `sim:` block if any."""
+    interactions = []
+    for exchange in exchanges:
+        request: dict[str, Any] = {
+            "body": None
+            if exchange.request_body is None
+            else scrub(readable(exchange.request_body), secrets),
+            "headers": _headers(exchange.request_headers, secrets),
+            "method": exchange.method,
+            "uri": scrub(exchange.uri, secrets),
+        }
+        response = {
+            "body": {"string": scrub(readable(exchange.response_body), secrets)},
+            "headers": _headers(exchange.response_headers, secrets),
+            "status": {"code": exchange.status, "message": exchange.reason},
+        }
+        interactions.append({"request": request, "response": response})
+    data: dict[str, Any] = {"interactions": interactions}
+    if sim is not None:
+        data["sim"] = json.loads(scrub(json.dumps(sim, ensure_ascii=False), secrets))
+    data["version"] = 1
+    return data
+
+
+class _ReadableDumper(yaml.SafeDumper):
+    """Multi-line text as `|` blocks, so that bodies read as they were sent."""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_ReadableDumper.add_representer(str, _text)
+
+
+def to_yaml(data: Mapping[str, Any]) -> str:
+    """The cassette as YAML text."""
+    return yaml.dump(dict(data), Dumper=_ReadableDumper, sort_keys=False, allow_unicode=True, width=110)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write `text` to a temporary file beside `path`, then rename it over `path`: all or nothing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_cassette(
+    path: Path, exchanges: Iterable[Exchange], *, sim: Mapping[str, Any] | None, secrets: tuple[str, ...]
+) -> None:
+    """Write a cassette atomically; `CassetteError` (and no file) if a known secret would be written."""
+    text = to_yaml(cassette_data(exchanges, sim=sim, secrets=secrets))
+    if any(secret and secret in text for secret in secrets):
+        raise CassetteError(f"{path}: refusing to write a cassette that still holds a secret")
+    write_atomically(path, text)
