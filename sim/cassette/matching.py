@@ -1,0 +1,63 @@
+"""Matching requests to recorded ones: canonical JSON bodies, and the first difference between two."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def canonical(body: bytes | str | None) -> str:
+    """A body as canonical JSON (keys sorted, no spaces), or as its text when it is not JSON."""
+    if body is None:
+        return ""
+    text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
+    try:
+        return json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    except ValueError:
+        return text
+
+
+def first_difference(recorded: Any, now: Any, path: str = "") -> tuple[str, Any, Any] | None:
+    """The JSON path of the first place where `now` differs from `recorded`, with both values there."""
+    if isinstance(recorded, dict) and isinstance(now, dict):
+        for key in sorted(set(recorded) | set(now), key=lambda k: (k not in recorded, str(k))):
+            where = f"{path}.{key}" if path else str(key)
+            if key not in now:
+                return where, recorded[key], "(missing)"
+            if key not in recorded:
+                return where, "(missing)", now[key]
+            found = first_difference(recorded[key], now[key], where)
+            if found:
+                return found
+        return None
+    if isinstance(recorded, list) and isinstance(now, list):
+        for index, (old, new) in enumerate(zip(recorded, now, strict=False)):
+            found = first_difference(old, new, f"{path}[{index}]")
+            if found:
+                return found
+        if len(recorded) != len(now):
+            return f"{path}.length", len(recorded), len(now)
+        return None
+    if recorded != now or type(recorded) is not type(now):
+        return path or "(body)", recorded, now
+    return None
+
+
+def describe_difference(recorded_body: bytes | None, now_body: bytes) -> str:
+    """`path: recorded X != now Y` for two request bodies (JSON values shown as JSON)."""
+
+    def parse(body: bytes | None) -> Any:
+        try:
+            return json.loads(body or b"")
+        except ValueError:
+            return (body or b"").decode("utf-8", errors="replace")
+
+    found = first_difference(parse(recorded_body), parse(now_body))
+    if found is None:
+        return "bodies are equal"
+    where, old, new = found
+    return f"{where}: recorded {_shown(old)} != now {_shown(new)}"
+
+
+def _shown(value: Any) -> str:
+    return value if value == "(missing)" else json.dumps(value, ensure_ascii=False)

@@ -1,0 +1,213 @@
+"""Replaying a recorded session offline: the real loop and SDK adapter against the recorded interactions.
+
+Requests are matched by method, path and canonical JSON body through an index (the cost of a request does
+not grow with the cassette); identical requests are answered in recorded order; every tool call is
+answered from the recording, so no command runs and no approval is asked.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import defaultdict, deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx2
+from pydantic import ValidationError
+
+from sim.adapters.openai_chat import OpenAIChatModel
+from sim.cassette.matching import canonical, describe_difference
+from sim.cassette.reader import Cassette, RecordedInteraction, read_cassette
+from sim.cassette.session import RecordedSession
+from sim.core.approval import AllowAllApprover
+from sim.core.errors import AgentError, CassetteError
+from sim.core.loop import AgentRunner
+from sim.core.outcome import Outcome, outcome_of
+from sim.core.scripted import ScriptedToolResults
+from sim.core.tools import AnyArguments, ToolDefinition, ToolRegistry, ToolResult
+from sim.core.transcript import TranscriptRecorder
+
+_Key = tuple[str, str, str]
+
+
+class ReplayTransport(httpx2.AsyncBaseTransport):
+    """Answers each request with the recorded response to the same request; tells how it differs if none."""
+
+    def __init__(self, interactions: Sequence[RecordedInteraction]) -> None:
+        self.interactions = list(interactions)
+        self._waiting: dict[_Key, deque[int]] = defaultdict(deque)
+        for position, interaction in enumerate(self.interactions):
+            request = interaction.request
+            self._waiting[self._key(request.method, request.path, request.body)].append(position)
+        self.played: list[int] = []
+        self.problems: list[str] = []
+
+    @staticmethod
+    def _key(method: str, path: str, body: bytes | None) -> _Key:
+        return method.upper(), path.rstrip("/"), canonical(body)
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        """The recorded response, or an HTTP 400 naming the first difference from the expected request."""
+        body = await request.aread()
+        turn = len(self.played) + 1
+        waiting = self._waiting.get(self._key(request.method, request.url.path, body))
+        if not waiting:
+            problem = f"turn {turn}: {self._difference(body)}"
+            self.problems.append(problem)
+            error = {
+                "message": f"sim replay: {problem}",
+                "type": "sim_replay_mismatch",
+                "param": None,
+                "code": None,
+            }
+            return httpx2.Response(400, json={"error": error})
+        position = waiting.popleft()
+        self.played.append(position)
+        response = self.interactions[position].response
+        kind = "text/event-stream" if response.is_event_stream else "application/json"
+        return httpx2.Response(response.status, content=response.body, headers={"content-type": kind})
+
+    def _difference(self, body: bytes) -> str:
+        """How `body` differs from the first recorded request not played yet."""
+        played = set(self.played)
+        for position, interaction in enumerate(self.interactions):
+            if position not in played:
+                return describe_difference(interaction.request.body, body)
+        return f"a request the cassette does not hold (all {len(self.interactions)} were played)"
+
+    def unplayed(self) -> int:
+        """How many recorded interactions were never asked for."""
+        return len(self.interactions) - len(self.played)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayReport:
+    """How a replay went: passed when `problems` is empty."""
+
+    path: str
+    outcome: Outcome | None
+    recorded_outcome: Outcome | None
+    final_text: str | None
+    turns: int
+    interactions: int
+    problems: tuple[str, ...]
+    transcript: tuple[str, ...]
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        """Whether the replay did what the recording did, using every recorded interaction."""
+        return not self.problems
+
+
+_ERROR_TEXT = re.compile(r"^Error \[([A-Za-z0-9_]+)\]: ")
+
+
+def result_from_text(content: str) -> ToolResult:
+    """A tool result as the model read it; `Error [code]: ...` is an error with that code."""
+    found = _ERROR_TEXT.match(content)
+    return ToolResult(content=content, is_error=bool(found), error_code=found.group(1) if found else None)
+
+
+def recorded_session(cassette: Cassette) -> RecordedSession:
+    """The cassette's `sim:` block; `CassetteError` when it has none or it is not readable."""
+    if cassette.sim is None:
+        raise CassetteError(
+            f"{cassette.path}: no sim: block, so it was not recorded by `sim record`;"
+            " `sim convert` turns it into a scenario instead"
+        )
+    try:
+        return RecordedSession.model_validate(cassette.sim)
+    except ValidationError as error:
+        raise CassetteError(
+            f"{cassette.path}: the sim: block is not readable: {error.errors()[0]['msg']}"
+        ) from None
+
+
+def recorded_results(session: RecordedSession, chats: Sequence[RecordedInteraction]) -> dict[str, ToolResult]:
+    """Every tool result of the recording: those the requests echo, and those the `sim:` block keeps."""
+    results = {}
+    for interaction in chats:
+        body = interaction.request.json()
+        for message in body.get("messages", []) if isinstance(body, dict) else []:
+            if isinstance(message, dict) and message.get("role") == "tool":
+                results[str(message.get("tool_call_id"))] = result_from_text(str(message.get("content", "")))
+    results.update(session.tool_results)
+    return results
+
+
+async def replay_cassette(path: Path) -> ReplayReport:
+    """Replay a cassette written by `sim record`, offline, and compare the run with the recording."""
+    started = time.perf_counter()
+    cassette = read_cassette(path)
+    session = recorded_session(cassette)
+    chats = [interaction for interaction in cassette.interactions if interaction.is_chat_completion]
+    if not chats:
+        raise CassetteError(f"{path}: no chat completion interactions to replay")
+    transport = ReplayTransport(chats)
+    uri = urlsplit(chats[0].request.uri)
+    model = OpenAIChatModel.connect(
+        base_url=f"{uri.scheme}://{uri.netloc}{uri.path.rstrip('/').removesuffix('/chat/completions')}",
+        api_key="sim-replay",
+        model=session.model,
+        stream=session.stream,
+        max_completion_tokens=session.max_completion_tokens,
+        http_client=httpx2.AsyncClient(transport=transport),
+    )
+    answers = ScriptedToolResults(recorded_results(session, chats))
+    tools = ToolRegistry(
+        [ToolDefinition(t.name, t.description, AnyArguments, "read", answers.answer, parameters=t.parameters)
+         for t in session.tools]
+    )  # fmt: skip
+    recorder = TranscriptRecorder()
+    runner = AgentRunner(
+        model,
+        tools,
+        AllowAllApprover(),
+        workspace=path.parent,
+        system_prompt=session.system_prompt,
+        max_turns=session.max_turns,
+        observer=recorder,
+    )
+    final_text: str | None = None
+    error: AgentError | None = None
+    try:
+        result = await runner.run(session.prompt)
+        final_text, turns = result.final_text, result.turns
+    except AgentError as raised:
+        error, turns = raised, raised.turns
+    problems = list(transport.problems)
+    outcome = outcome_of(error)
+    if not problems:
+        for field, recorded, now in (
+            ("outcome", session.outcome, outcome),
+            ("final_text", session.final_text, final_text),
+            ("turns", session.turns, turns),
+        ):
+            if recorded != now:
+                problems.append(f"{field}: recorded {json.dumps(recorded)} != now {json.dumps(now)}")
+        for call_id, recorded_result in session.tool_results.items():
+            event = recorder.tool_results.get(call_id)
+            now_content = event.result.content if event else None
+            if now_content != recorded_result.content:
+                recorded_text, now_text = json.dumps(recorded_result.content), json.dumps(now_content)
+                problems.append(f"tool_results.{call_id}: recorded {recorded_text} != now {now_text}")
+    if unplayed := transport.unplayed():
+        problems.append(
+            f"cassette only partly played: {unplayed} of {len(chats)} interactions never requested"
+        )
+    return ReplayReport(
+        path=str(path),
+        outcome=outcome,
+        recorded_outcome=session.outcome,
+        final_text=final_text,
+        turns=turns,
+        interactions=len(chats),
+        problems=tuple(problems),
+        transcript=(f"user: {session.prompt}", *recorder.lines),
+        seconds=time.perf_counter() - started,
+    )
