@@ -309,16 +309,33 @@ def request_from_wire(body: Any) -> ModelRequest:
     """A Chat Completions request body as a `ModelRequest`, checked as the API checks it, pairing included."""
     if not isinstance(body, Mapping):
         raise _bad("body", "must be a JSON object")
-    raw_messages = body.get("messages")
+    messages = messages_from_wire(body.get("messages"))
+    validate_pairing(messages)
+    return ModelRequest(messages, tools_from_wire(body.get("tools")))
+
+
+def messages_from_wire(raw_messages: Any) -> list[ChatMessage]:
+    """A request's `messages` as `ChatMessage`s, pairing unchecked; `MessageContractError` if malformed."""
     if not isinstance(raw_messages, list) or not raw_messages:
         raise _bad("messages", "must be a non-empty array")
-    messages = [message_from_wire(raw, f"messages[{index}]") for index, raw in enumerate(raw_messages)]
-    validate_pairing(messages)
-    raw_tools = body.get("tools") or []
+    return [message_from_wire(raw, f"messages[{index}]") for index, raw in enumerate(raw_messages)]
+
+
+def tools_from_wire(raw_tools: Any) -> tuple[ToolSpec, ...]:
+    """A request's `tools` as `ToolSpec`s; `MessageContractError` when they are not function tools."""
+    if raw_tools is None:
+        return ()
     if not isinstance(raw_tools, list):
         raise _bad("tools", "must be an array")
-    tools = tuple(_tool_spec_from_wire(raw, f"tools[{index}]") for index, raw in enumerate(raw_tools))
-    return ModelRequest(messages, tools)
+    return tuple(_tool_spec_from_wire(raw, f"tools[{index}]") for index, raw in enumerate(raw_tools))
+
+
+def reply_from_events(events: Sequence[Any]) -> ModelReply:
+    """A streamed reply (the JSON of each `data:` event) as a `ModelReply`, checked like any reply."""
+    assembler = StreamAssembler()
+    for event in events:
+        assembler.feed(event)
+    return reply_from_wire(assembler.completion())
 
 
 def estimate_usage(request: ModelRequest, reply: ModelReply) -> Usage:

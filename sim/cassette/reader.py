@@ -105,6 +105,10 @@ class RecordedResponse:
     reason: str
     headers: Headers
     body: bytes
+    stored_size: int = 0
+    """The body's size as stored in the cassette (compressed, when it was)."""
+    compressed: bool = False
+    """Whether the body was stored compressed."""
 
     @property
     def is_event_stream(self) -> bool:
@@ -194,7 +198,9 @@ def _interaction(index: int, raw: Mapping[str, Any]) -> RecordedInteraction:
             status=int(status.get("code", 200)) if isinstance(status, Mapping) else int(status),
             reason=str(status.get("message", "")) if isinstance(status, Mapping) else "",
             headers=_headers(response.get("headers")),
-            body=decompress(response_body),
+            body=(body_text := decompress(response_body)),
+            stored_size=len(response_body),
+            compressed=body_text != response_body,
         ),
     )
 

@@ -8,7 +8,6 @@ answered from the recording, so no command runs and no approval is asked.
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections import defaultdict, deque
 from collections.abc import Sequence
@@ -22,7 +21,7 @@ from pydantic import ValidationError
 from sim.adapters.openai_chat import OpenAIChatModel
 from sim.cassette.matching import canonical, describe_difference
 from sim.cassette.reader import Cassette, RecordedInteraction, read_cassette
-from sim.cassette.session import RecordedSession
+from sim.cassette.session import RecordedSession, result_from_text
 from sim.core.approval import AllowAllApprover
 from sim.core.errors import AgentError, CassetteError
 from sim.core.loop import AgentRunner
@@ -102,15 +101,6 @@ class ReplayReport:
     def passed(self) -> bool:
         """Whether the replay did what the recording did, using every recorded interaction."""
         return not self.problems
-
-
-_ERROR_TEXT = re.compile(r"^Error \[([A-Za-z0-9_]+)\]: ")
-
-
-def result_from_text(content: str) -> ToolResult:
-    """A tool result as the model read it; `Error [code]: ...` is an error with that code."""
-    found = _ERROR_TEXT.match(content)
-    return ToolResult(content=content, is_error=bool(found), error_code=found.group(1) if found else None)
 
 
 def recorded_session(cassette: Cassette) -> RecordedSession:

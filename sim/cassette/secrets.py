@@ -45,3 +45,11 @@ def scrub(text: str, secrets: tuple[str, ...]) -> str:
 def credentials_in(text: str) -> list[str]:
     """The kinds of credential that appear in `text`."""
     return [kind for kind, pattern in CREDENTIAL_PATTERNS.items() if pattern.search(text)]
+
+
+_PLACEHOLDER = re.compile(r"^(bearer\s+)?(<[^>]*>|\*+|x+|dummy|redacted|filtered|none|null|)$", re.IGNORECASE)
+
+
+def is_placeholder(value: str) -> bool:
+    """Whether a header value is a stand-in (`<filtered>`, `***`, `Bearer <API_KEY>`...) rather than a secret."""
+    return bool(_PLACEHOLDER.match(value.strip()))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,3 +40,12 @@ class RecordedSession(BaseModel):
     tool_results: dict[str, ToolResult] = Field(
         default_factory=dict, description="Results no later request echoes (e.g. of a last turn)."
     )
+
+
+_ERROR_TEXT = re.compile(r"^Error \[([A-Za-z0-9_]+)\]: ")
+
+
+def result_from_text(content: str) -> ToolResult:
+    """A tool result as the model read it; `Error [code]: ...` is an error with that code."""
+    found = _ERROR_TEXT.match(content)
+    return ToolResult(content=content, is_error=bool(found), error_code=found.group(1) if found else None)

@@ -1,0 +1,105 @@
+"""Auditing a cassette: one finding per line, `serious` ones (leaked secrets, unpaired tool messages) fail."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from sim.cassette.conversations import HttpFailure, conversations
+from sim.cassette.reader import Cassette, RecordedInteraction
+from sim.cassette.secrets import SECRET_HEADERS, credentials_in, is_placeholder
+from sim.core.errors import MessageContractError
+from sim.core.messages import validate_pairing
+
+Severity = Literal["serious", "warning", "info"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """Something a careful user would want to know about one interaction."""
+
+    interaction: int
+    severity: Severity
+    what: str
+
+    def line(self, path: str) -> str:
+        """The finding on one line."""
+        return f"{path}: interaction {self.interaction}: {self.severity}: {self.what}"
+
+
+def audit(cassette: Cassette) -> list[Finding]:
+    """Every finding, in interaction order."""
+    findings: list[Finding] = []
+    for interaction in cassette.interactions:
+        findings += _secrets(interaction) + _stale(interaction)
+        if not interaction.is_chat_completion:
+            request = interaction.request
+            findings.append(
+                Finding(
+                    interaction.index, "warning", f"not a chat completion: {request.method} {request.uri}"
+                )
+            )
+    for conversation in conversations(cassette):
+        for exchange in conversation.exchanges:
+            index = exchange.interaction.index
+            if exchange.request_problem:
+                findings.append(
+                    Finding(index, "serious", f"request cannot be read: {exchange.request_problem}")
+                )
+            else:
+                try:
+                    validate_pairing(exchange.messages)
+                except MessageContractError as error:
+                    findings.append(
+                        Finding(index, "serious", f"tool messages not paired with calls: {error}")
+                    )
+            if isinstance(exchange.reply, HttpFailure):
+                severity: Severity = "warning" if not exchange.reply.unreadable else "serious"
+                findings.append(
+                    Finding(
+                        index, severity, f"HTTP {exchange.reply.status} recorded: {exchange.reply.message}"
+                    )
+                )
+    return sorted(findings, key=lambda finding: finding.interaction)
+
+
+def _secrets(interaction: RecordedInteraction) -> list[Finding]:
+    found = []
+    for side, headers, body in (
+        ("request", interaction.request.headers, interaction.request.body or b""),
+        ("response", interaction.response.headers, interaction.response.body),
+    ):
+        for name in sorted(set(headers) & SECRET_HEADERS):
+            if all(is_placeholder(value) for value in headers[name]):
+                found.append(
+                    Finding(interaction.index, "info", f"{side} header {name} is kept, with a placeholder")
+                )
+            else:
+                found.append(Finding(interaction.index, "serious", f"{side} header {name} is recorded"))
+        text = " ".join(value for values in headers.values() for value in values)
+        text += " " + interaction.request.uri + " " + body.decode("utf-8", errors="replace")
+        found += [
+            Finding(interaction.index, "serious", f"{kind} in the {side}") for kind in credentials_in(text)
+        ]
+    return list(dict.fromkeys(found))
+
+
+def _stale(interaction: RecordedInteraction) -> list[Finding]:
+    found = []
+    response = interaction.response
+    if "gzip" in ",".join(response.headers.get("content-encoding", [])) and not response.compressed:
+        found.append(
+            Finding(interaction.index, "info", "stale content-encoding: gzip on a body stored decoded")
+        )
+    for side, headers, size in (
+        ("request", interaction.request.headers, len(interaction.request.body or b"")),
+        ("response", response.headers, response.stored_size),
+    ):
+        stated = (headers.get("content-length") or [""])[0]
+        if stated.isdigit() and int(stated) != size:
+            found.append(
+                Finding(
+                    interaction.index, "info", f"stale {side} content-length: {stated}, body is {size} bytes"
+                )
+            )
+    return found

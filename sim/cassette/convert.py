@@ -1,0 +1,112 @@
+"""A recorded conversation as an editable scenario that `sim play` plays the same way through our loop.
+
+The replies are the recorded replies; every tool offered is a scripted tool with its recorded schema,
+answered with the recorded results; the expectations are what the recording ended with.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sim.cassette.conversations import Conversation, HttpFailure
+from sim.cassette.session import result_from_text
+from sim.core.messages import SystemMessage, ToolMessage, UserMessage
+from sim.core.model import ModelReply
+
+NOT_RECORDED = "(result not recorded)"
+
+
+def scenario_data(conversation: Conversation, *, name: str, source: str) -> dict[str, Any]:
+    """The scenario, as data ready to be written as YAML."""
+    exchanges = conversation.exchanges
+    first = exchanges[0]
+    system = next((m.content for m in first.messages if isinstance(m, SystemMessage)), None)
+    prompt = next((m.content for m in reversed(first.messages) if isinstance(m, UserMessage)), "")
+    offered = {spec.name for spec in first.tools}
+    answered = {
+        m.tool_call_id: m.content for e in exchanges for m in e.messages if isinstance(m, ToolMessage)
+    }
+    replies: list[dict[str, Any]] = []
+    results: dict[str, Any] = {}
+    for exchange in exchanges:
+        reply = exchange.reply
+        if isinstance(reply, HttpFailure):
+            replies.append(_failure(reply))
+            continue
+        replies.append(_reply(reply))
+        for call in reply.message.tool_calls:
+            if call.name in offered and _is_object(call.arguments):
+                result = result_from_text(answered.get(call.id, NOT_RECORDED))
+                results[call.id] = (
+                    result.content
+                    if not result.is_error
+                    else {"content": result.content, "is_error": True, "error_code": result.error_code}
+                )
+    outcome, final_text = _ending(exchanges[-1].reply)
+    data: dict[str, Any] = {
+        "name": name,
+        "description": f"Converted from {source}: {len(replies)} recorded replies.",
+        "prompt": prompt,
+    }
+    if system is not None:
+        data["system_prompt"] = system
+    if outcome == "max_turns" or len(replies) > 20:
+        data["max_turns"] = len(replies)
+    data["tools"] = [
+        {"name": spec.name, "description": spec.description, "parameters": dict(spec.parameters)}
+        for spec in first.tools
+    ]
+    data["results"] = results
+    data["replies"] = replies
+    expect: dict[str, Any] = {"outcome": outcome, "turns": len(replies)}
+    if final_text is not None:
+        expect["final_text"] = final_text
+    data["expect"] = expect
+    return data
+
+
+def _is_object(arguments: str) -> bool:
+    try:
+        return isinstance(json.loads(arguments), dict)
+    except ValueError:
+        return False
+
+
+def _failure(failure: HttpFailure) -> dict[str, Any]:
+    if failure.unreadable:
+        return {"malformed": True}
+    error: dict[str, Any] = {"status": failure.status, "message": failure.message}
+    if failure.error_type:
+        error["type"] = failure.error_type
+    if failure.code:
+        error["code"] = failure.code
+    return {"error": error}
+
+
+def _reply(reply: ModelReply) -> dict[str, Any]:
+    data: dict[str, Any] = {"content": reply.message.content}
+    if reply.message.tool_calls:
+        data["tool_calls"] = [
+            {"id": call.id, "name": call.name, "arguments": call.arguments}
+            for call in reply.message.tool_calls
+        ]
+    derived = "tool_calls" if reply.message.tool_calls else "stop"
+    if reply.finish_reason != derived:
+        data["finish_reason"] = reply.finish_reason
+    return data
+
+
+def _ending(reply: ModelReply | HttpFailure) -> tuple[str, str | None]:
+    """The outcome our loop reaches on the conversation's last reply, and its final text."""
+    if isinstance(reply, HttpFailure):
+        return "api_error", None
+    if reply.finish_reason == "length":
+        return "incomplete", None
+    if reply.finish_reason == "content_filter":
+        return "content_filter", None
+    if reply.message.tool_calls:
+        return "max_turns", None
+    if reply.message.content is None:
+        return "no_final_text", None
+    return "completed", reply.message.content
