@@ -19,7 +19,14 @@ from rich.text import Text
 
 from sim.adapters.openai_chat import OpenAIChatModel
 from sim.adapters.settings import Settings
+from sim.cassette.audit import audit
+from sim.cassette.conversations import conversations
+from sim.cassette.convert import scenario_data
+from sim.cassette.outline import outline as cassette_outline
+from sim.cassette.reader import Cassette, looks_like_cassette, read_cassette
 from sim.cassette.recorder import record_run
+from sim.cassette.replay import ReplayReport, replay_cassette
+from sim.cassette.writer import to_yaml, write_atomically
 from sim.core.approval import AllowAllApprover, Approver, DenyAllApprover, TerminalApprover
 from sim.core.errors import AgentError, CassetteError, ConfigurationError, ScenarioError
 from sim.core.events import RunEvent
@@ -78,7 +85,7 @@ def _files(paths: list[Path]) -> list[Path]:
             raise _usage_error(f"no such file or folder: {path}")
     files = scenario_files(paths)
     if not files:
-        raise _usage_error(f"no scenario files (*.yaml, *.yml) in: {', '.join(map(str, paths))}")
+        raise _usage_error(f"no YAML files (*.yaml, *.yml) in: {', '.join(map(str, paths))}")
     return files
 
 
@@ -140,25 +147,45 @@ def _print_report(report: PlayReport, verbose: bool) -> None:
 
 
 @app.command()
-def check(paths: Paths, as_json: JsonFlag = False) -> None:
-    """Validate scenario files without running them."""
-    results: list[tuple[Path, str | None]] = []
+def check(
+    paths: Annotated[list[Path], typer.Argument(help="Scenario or cassette files, or folders of them.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Validate scenario files without running them; audit cassettes (secrets, pairing, errors, staleness)."""
+    results: list[dict[str, Any]] = []
     for path in _files(paths):
+        if looks_like_cassette(path):
+            try:
+                findings = [f.line(str(path)) for f in audit(read_cassette(path))]
+                serious = [line for line in findings if ": serious: " in line]
+                results.append(
+                    {"path": str(path), "kind": "cassette", "valid": not serious, "findings": findings}
+                )
+            except CassetteError as error:
+                results.append(
+                    {"path": str(path), "kind": "cassette", "valid": False, "findings": [str(error)]}
+                )
+            continue
         try:
             load_scenario(path)
-            results.append((path, None))
+            results.append({"path": str(path), "kind": "scenario", "valid": True, "findings": []})
         except ScenarioError as error:
-            results.append((path, str(error)))
-    invalid = [problem for _, problem in results if problem]
+            results.append({"path": str(path), "kind": "scenario", "valid": False, "findings": [str(error)]})
+    invalid = [result for result in results if not result["valid"]]
     if as_json:
-        out.print_json(json.dumps([{"path": str(p), "valid": e is None, "error": e} for p, e in results]))
+        out.print_json(json.dumps(results))
     else:
-        for path, problem in results:
-            if problem is None:
-                out.print(f"[green]ok[/green] {path}")
+        for result in results:
+            for line in result["findings"]:
+                style = "red" if ": serious: " in line or result["kind"] == "scenario" else "yellow"
+                out.print(Text(line, style=style))
+            if result["valid"]:
+                out.print(Text.assemble(("ok ", "green"), result["path"]))
+            elif result["kind"] == "scenario":
+                out.print(Text.assemble(("invalid ", "red"), result["path"]))
             else:
-                out.print(Text.assemble(("invalid ", "red"), problem))
-        out.print(f"{len(results) - len(invalid)} valid, {len(invalid)} invalid")
+                out.print(Text.assemble(("serious findings ", "red"), result["path"]))
+        out.print(f"{len(results) - len(invalid)} ok, {len(invalid)} failed")
     if invalid:
         raise typer.Exit(1)
 
@@ -174,11 +201,89 @@ def _load_one(file: Path) -> Scenario:
         raise typer.Exit(1) from None
 
 
+def _read_one(file: Path) -> Cassette:
+    """One cassette file, or exit: 2 when there is no such file, 1 when it cannot be read."""
+    if not file.is_file():
+        raise _usage_error(f"no such file: {file}")
+    try:
+        return read_cassette(file)
+    except CassetteError as error:
+        err.print(str(error), markup=False)
+        raise typer.Exit(1) from None
+
+
 @app.command()
-def show(file: Annotated[Path, typer.Argument(help="A scenario file.")]) -> None:
-    """Print a scenario's scripted conversation turn by turn."""
-    for line in outline(_load_one(file)):
+def show(file: Annotated[Path, typer.Argument(help="A scenario or cassette file.")]) -> None:
+    """Print a scenario's scripted conversation, or a cassette's recorded one, turn by turn."""
+    lines = cassette_outline(_read_one(file)) if looks_like_cassette(file) else outline(_load_one(file))
+    for line in lines:
         out.print(line, markup=False)
+
+
+@app.command()
+def replay(
+    paths: Annotated[
+        list[Path], typer.Argument(help="Cassettes recorded by `sim record`, or folders of them.")
+    ],
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print each replay's transcript.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Replay recorded sessions offline (no key, no network, no command run); compare with the recording."""
+    files = _files(paths)
+    reports = asyncio.run(_replay_all(files))
+    failed = [report for report in reports if not report.passed]
+    if as_json:
+        out.print_json(json.dumps([{**asdict(r), "passed": r.passed} for r in reports]))
+    else:
+        for report in reports:
+            if report.passed:
+                detail = f"{report.outcome}, {turns(report.turns)}, {report.interactions} interactions"
+                out.print(f"[green]PASS[/green] {report.path} [dim]({detail})[/dim]")
+            else:
+                out.print(f"[red]FAIL[/red] {report.path}")
+            for line in report.problems if (verbose or not report.passed) else ():
+                out.print(f"  ! {line}", markup=False)
+            for line in report.transcript if verbose else ():
+                out.print(f"  {line}", markup=False)
+        out.print(f"{len(reports) - len(failed)} passed, {len(failed)} failed")
+    if failed:
+        raise typer.Exit(1)
+
+
+async def _replay_all(files: list[Path]) -> list[ReplayReport]:
+    reports = []
+    for path in files:
+        try:
+            reports.append(await replay_cassette(path))
+        except CassetteError as error:
+            reports.append(ReplayReport(str(path), None, None, None, 0, 0, (str(error),), ()))
+    return reports
+
+
+@app.command()
+def convert(
+    cassette: Annotated[Path, typer.Argument(help="Any vcrpy cassette.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The scenario file to write.")],
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
+) -> None:
+    """Turn a recorded session into editable scenario files that `sim play` plays the same way.
+
+    A cassette holding several conversations gives one file each: OUTPUT, then OUTPUT-2, OUTPUT-3...
+    """
+    recorded = _read_one(cassette)
+    found = conversations(recorded)
+    if not found:
+        raise _usage_error(f"{cassette}: no chat completions to convert")
+    targets = [
+        output if n == 1 else output.with_name(f"{output.stem}-{n}{output.suffix}")
+        for n in range(1, len(found) + 1)
+    ]
+    if not force and (existing := [t for t in targets if t.exists()]):
+        raise _usage_error(f"exists: {', '.join(map(str, existing))} (use --force to overwrite)")
+    for target, conversation in zip(targets, found, strict=True):
+        data = scenario_data(conversation, name=target.stem, source=cassette.name)
+        write_atomically(target, to_yaml(data))
+        out.print(f"wrote {target} ({len(conversation.exchanges)} replies)", markup=False)
 
 
 class ApproveMode(StrEnum):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -212,3 +213,14 @@ def _json_or_none(body: bytes | None) -> Any:
         return json.loads(body)
     except ValueError:
         return None
+
+
+_INTERACTIONS = re.compile(r"^interactions:", re.MULTILINE)
+
+
+def looks_like_cassette(path: Path) -> bool:
+    """Whether a YAML file is a cassette (it has a top-level `interactions:`) rather than a scenario."""
+    try:
+        return bool(_INTERACTIONS.search(path.read_text(encoding="utf-8", errors="replace")))
+    except OSError:
+        return False

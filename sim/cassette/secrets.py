@@ -51,5 +51,5 @@ _PLACEHOLDER = re.compile(r"^(bearer\s+)?(<[^>]*>|\*+|x+|dummy|redacted|filtered
 
 
 def is_placeholder(value: str) -> bool:
-    """Whether a header value is a stand-in (`<filtered>`, `***`, `Bearer <API_KEY>`...) rather than a secret."""
+    """Whether a header value is a stand-in (`<filtered>`, `***`, `Bearer <KEY>`...), not a secret."""
     return bool(_PLACEHOLDER.match(value.strip()))
