@@ -84,11 +84,9 @@ class TestCheck:
         (tmp_path / "bad.yaml").write_text("prompt: p\nreplies: []\n")
         result = invoke("check", str(SCENARIOS / "echo-42.yaml"), str(tmp_path / "bad.yaml"))
         assert result.exit_code == 1
-        assert (
-            f"invalid {tmp_path / 'bad.yaml'}:2:10: replies: List should have at least 1 item"
-            in result.output
-        )
-        assert result.output.strip().endswith("1 valid, 1 invalid")
+        assert f"{tmp_path / 'bad.yaml'}:2:10: replies: List should have at least 1 item" in result.output
+        assert f"invalid {tmp_path / 'bad.yaml'}" in result.output
+        assert result.output.strip().endswith("1 ok, 1 failed")
 
     def test_all_bundled_are_valid(self) -> None:
         result = invoke("check", "--json", str(SCENARIOS))
