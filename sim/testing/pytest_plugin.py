@@ -8,11 +8,13 @@ stays narrow.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sim.cassette.vcr_support import RECORD_MODES, sim_vcr
 from sim.scenario.loader import SCENARIO_SUFFIXES
 from sim.scenario.player import PlayReport, play_file
 
@@ -20,7 +22,14 @@ _ROOTS = pytest.StashKey[tuple[Path, ...]]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """`--sim-scenarios=DIR` (repeatable) and the ini option `sim_scenarios`."""
+    """`--sim-scenarios=DIR` (repeatable), the ini option `sim_scenarios`, and `--sim-record=MODE`."""
+    parser.getgroup("sim").addoption(
+        "--sim-record",
+        choices=RECORD_MODES,
+        default="none",
+        help="cassettes of @pytest.mark.sim_cassette tests: none replays only (the default, no network),"
+        " once records missing ones, all records every one again",
+    )
     parser.getgroup("sim").addoption(
         "--sim-scenarios",
         action="append",
@@ -32,7 +41,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Remember the scenario folders and make sure pytest walks them."""
+    """Register the marker; remember the scenario folders and make sure pytest walks them."""
+    config.addinivalue_line(
+        "markers",
+        "sim_cassette(path=None): record or replay the test's HTTP traffic in a cassette"
+        " (default: cassettes/<module>/<test>.yaml beside the test module)",
+    )
     named = [(config.invocation_params.dir / p).resolve() for p in config.getoption("sim_scenarios")]
     configured = [Path(p).resolve() for p in config.getini("sim_scenarios")]
     config.stash[_ROOTS] = tuple(dict.fromkeys([*named, *configured]))
@@ -88,3 +102,40 @@ class ScenarioItem(pytest.Item):
     def reportinfo(self) -> tuple[Path, int, str]:
         """Where the test comes from."""
         return self.path, 0, f"scenario {self.name}"
+
+
+def cassette_path(request: pytest.FixtureRequest) -> Path:
+    """The marker's path (relative to the test module's folder), or `cassettes/<module>/<test>.yaml` there."""
+    folder = request.path.parent
+    marker = request.node.get_closest_marker("sim_cassette")
+    if marker is not None and marker.args:
+        return folder / str(marker.args[0])
+    name = request.node.name.replace("/", "_")
+    return folder / "cassettes" / request.path.stem / f"{name}.yaml"
+
+
+@pytest.fixture
+def sim_cassette(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The test's HTTP traffic recorded to, or replayed from, its cassette (vcrpy's `Cassette`).
+
+    With `--sim-record=none` (the default) nothing reaches the network, and a test that leaves some
+    of its cassette unplayed fails.
+    """
+    mode = request.config.getoption("sim_record")
+    path = cassette_path(request)
+    replaying = mode == "none" or (mode == "once" and path.exists())
+    with sim_vcr(mode).use_cassette(str(path), allow_playback_repeats=False) as cassette:
+        yield cassette
+    if replaying and not cassette.all_played:
+        unused = len(cassette.data) - cassette.play_count
+        pytest.fail(
+            f"cassette {path} only partly played: {unused} of {len(cassette.data)} interactions unused"
+        )
+
+
+@pytest.fixture(autouse=True)
+def _sim_cassette_marker(request: pytest.FixtureRequest) -> Any:
+    """Tests marked `sim_cassette` get the cassette without asking for the fixture."""
+    if request.node.get_closest_marker("sim_cassette") is not None:
+        return request.getfixturevalue("sim_cassette")
+    return None
