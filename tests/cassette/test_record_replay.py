@@ -1,0 +1,201 @@
+"""`sim record` against `sim serve` (real processes on 127.0.0.1, bounded and stopped here), then replay."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sim.cassette.replay import replay_cassette
+
+ROOT = Path(__file__).resolve().parents[2]
+SIM = [sys.executable, "-m", "sim.cli"]
+KEY = "sk-RECOGNISABLE-key-5f2a9c7e31d4"
+ORG = "org-RECOGNISABLEorg9f8e7d6c"
+PROJECT = "proj_RECOGNISABLEproj1a2b3c4d"
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses POSIX signals")
+
+
+@contextmanager
+def served(scenario: Path) -> Iterator[str]:
+    server = subprocess.Popen(
+        [*SIM, "serve", str(scenario), "--port", "0"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stdout is not None
+        yield server.stdout.readline().strip().removeprefix("OPENAI_BASE_URL=")
+    finally:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
+
+
+def environment(base_url: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "OPENAI_BASE_URL": base_url,
+        "OPENAI_API_KEY": KEY,
+        "OPENAI_MODEL": "sim-model",
+        "OPENAI_ORG_ID": ORG,
+        "OPENAI_PROJECT_ID": PROJECT,
+    }
+
+
+def record(
+    base_url: str, cassette: Path, workspace: Path, prompt: str, *options: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*SIM, "record", str(cassette), "--prompt", prompt, "--workspace", str(workspace), *options],
+        env=environment(base_url),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_record_then_replay_offline_with_no_secret_written(tmp_path: Path, stream: bool) -> None:
+    cassette = tmp_path / "echo.yaml"
+    with served(ROOT / "scenarios" / "echo-42.yaml") as base_url:
+        options = ["--approve", "always", *(["--stream"] if stream else [])]
+        done = record(base_url, cassette, tmp_path, "Run `echo 42` and tell me the result.", *options)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith("The command printed 42.")
+    text = cassette.read_text()
+    for secret in (KEY, ORG, PROJECT, KEY[3:], ORG[4:], PROJECT[5:]):
+        assert secret not in text
+    assert "authorization" not in text.lower()
+    data = yaml.safe_load(text)
+    assert data["sim"]["outcome"] == "completed"
+    assert data["sim"]["stream"] is stream
+    assert data["interactions"][0]["request"]["body"].startswith("{\n  ")  # readable, not base64 gzip
+    report = asyncio.run(replay_cassette(cassette))  # the server is gone: replay is offline
+    assert report.problems == ()
+    assert (report.outcome, report.final_text, report.turns) == ("completed", "The command printed 42.", 2)
+
+
+def test_an_existing_cassette_is_kept_without_force(tmp_path: Path) -> None:
+    cassette = tmp_path / "kept.yaml"
+    cassette.write_text("previous")
+    done = record("http://127.0.0.1:9/v1", cassette, tmp_path, "hi")
+    assert done.returncode == 2
+    assert "use --force" in done.stderr
+    assert cassette.read_text() == "previous"
+
+
+@pytest.mark.parametrize("previous", [None, "the previous cassette\n"], ids=["new", "existing"])
+def test_killing_the_recorder_mid_session_leaves_no_partial_file(
+    tmp_path: Path, previous: str | None
+) -> None:
+    slow = tmp_path / "slow.yaml"
+    slow.write_text("prompt: p\nlatency: {first_byte: 30}\nreplies:\n  - content: too late\n")
+    cassette = tmp_path / "out" / "session.yaml"
+    if previous is not None:
+        cassette.parent.mkdir()
+        cassette.write_text(previous)
+    with served(slow) as base_url:
+        recorder = subprocess.Popen(
+            [*SIM, "record", str(cassette), "--prompt", "p", "--force"],
+            env=environment(base_url),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(2)  # the request is in flight, waiting on the slow reply
+        assert recorder.poll() is None
+        recorder.kill()
+        recorder.wait(timeout=10)
+    if previous is None:
+        assert not cassette.exists()
+    else:
+        assert cassette.read_text() == previous
+    assert (
+        not [p for p in (tmp_path / "out").glob("*") if p != cassette] if cassette.parent.exists() else True
+    )
+
+
+def test_replay_runs_no_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sim.tools.subprocess_runner import SubprocessRunner
+
+    async def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("replay must not run a command")
+
+    monkeypatch.setattr(SubprocessRunner, "run", refuse)
+    for path in sorted((ROOT / "cassettes").glob("*.yaml")):
+        report = asyncio.run(replay_cassette(path))
+        assert report.problems == (), path.name
+
+
+def edited(tmp_path: Path, change: object) -> Path:
+    data = yaml.safe_load((ROOT / "cassettes" / "echo-42.yaml").read_text())
+    change(data)  # type: ignore[operator]
+    path = tmp_path / "edited.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+def test_changed_system_prompt_names_the_turn_and_the_path(tmp_path: Path) -> None:
+    path = edited(tmp_path, lambda d: d["sim"].update(system_prompt="Be terse."))
+    report = asyncio.run(replay_cassette(path))
+    assert report.problems[0] == (
+        'turn 1: messages[0].content: recorded "You are a coding agent. Use tools when needed, inspect their'
+        ' results, and answer accurately." != now "Be terse."'
+    )
+    assert not report.passed
+
+
+def test_a_changed_recorded_reply_is_found_at_the_next_turn(tmp_path: Path) -> None:
+    def change(data: dict) -> None:
+        reply = data["interactions"][0]["response"]["body"]["string"]
+        data["interactions"][0]["response"]["body"]["string"] = reply.replace("echo 42", "echo 43")
+
+    report = asyncio.run(replay_cassette(edited(tmp_path, change)))
+    assert report.problems[0] == (
+        'turn 2: messages[2].tool_calls[0].function.arguments: recorded "{\\"command\\":\\"echo 42\\"}"'
+        ' != now "{\\"command\\":\\"echo 43\\"}"'
+    )
+
+
+def test_a_partly_played_cassette_fails(tmp_path: Path) -> None:
+    path = edited(tmp_path, lambda d: d["interactions"].append(d["interactions"][0]))
+    report = asyncio.run(replay_cassette(path))
+    assert report.problems == ("cassette only partly played: 1 of 3 interactions never requested",)
+
+
+def test_a_cassette_not_recorded_by_sim_cannot_be_replayed() -> None:
+    from sim import CassetteError
+
+    foreign = next((ROOT.parent / "shared" / "real-cassettes").glob("magentic*.yaml"))
+    with pytest.raises(CassetteError, match="no sim: block"):
+        asyncio.run(replay_cassette(foreign))
+
+
+def test_replay_cli_over_the_bundled_cassettes() -> None:
+    done = subprocess.run(
+        [*SIM, "replay", str(ROOT / "cassettes")], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip().endswith("4 passed, 0 failed")
+
+
+def test_replay_cli_fails_on_a_mismatch(tmp_path: Path) -> None:
+    path = edited(tmp_path, lambda d: d["sim"].update(prompt="Something else."))
+    done = subprocess.run(
+        [*SIM, "replay", str(path)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 1
+    recorded = "Run `echo 42` and tell me the result."
+    assert f'turn 1: messages[1].content: recorded "{recorded}" != now "Something else."' in done.stdout
