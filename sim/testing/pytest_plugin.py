@@ -8,7 +8,7 @@ stays narrow.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from sim.scenario.loader import SCENARIO_SUFFIXES
 from sim.scenario.player import PlayReport, play_file
 
 _ROOTS = pytest.StashKey[tuple[Path, ...]]()
+_CALL_FAILED = pytest.StashKey[bool]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -104,6 +105,17 @@ class ScenarioItem(pytest.Item):
         return self.path, 0, f"scenario {self.name}"
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Remember whether the test itself failed: a cassette it left unplayed is then no news."""
+    report = yield
+    if report.when == "call":
+        item.stash[_CALL_FAILED] = report.failed
+    return report
+
+
 def cassette_path(request: pytest.FixtureRequest) -> Path:
     """The marker's path (relative to the test module's folder), or `cassettes/<module>/<test>.yaml` there."""
     folder = request.path.parent
@@ -126,7 +138,7 @@ def sim_cassette(request: pytest.FixtureRequest) -> Iterator[Any]:
     replaying = mode == "none" or (mode == "once" and path.exists())
     with sim_vcr(mode).use_cassette(str(path), allow_playback_repeats=False) as cassette:
         yield cassette
-    if replaying and not cassette.all_played:
+    if replaying and not cassette.all_played and not request.node.stash.get(_CALL_FAILED, False):
         unused = len(cassette.data) - cassette.play_count
         pytest.fail(
             f"cassette {path} only partly played: {unused} of {len(cassette.data)} interactions unused"

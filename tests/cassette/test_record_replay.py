@@ -37,7 +37,7 @@ def served(scenario: Path) -> Iterator[str]:
     finally:
         server.send_signal(signal.SIGINT)
         try:
-            server.wait(timeout=10)
+            server.wait(timeout=3)  # a graceful shutdown waits for replies still in flight
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(timeout=10)

@@ -1,0 +1,147 @@
+"""`sim show`, `sim check` and `sim convert` on every cassette in ../shared/real-cassettes."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sim.cassette.audit import audit
+from sim.cassette.reader import read_cassette
+from sim.cli import app
+from sim.scenario import load_scenario, play_file
+
+REAL = sorted((Path(__file__).resolve().parents[2].parent / "shared" / "real-cassettes").glob("*.yaml"))
+IDS = [p.stem.split("__")[0] + "/" + p.stem.split("__")[1] for p in REAL]
+BUNDLED = sorted((Path(__file__).resolve().parents[2] / "cassettes").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", REAL, ids=IDS)
+def test_show_tells_every_turn(path: Path) -> None:
+    result = CliRunner().invoke(app, ["show", str(path)])
+    assert result.exit_code == 0, result.output
+    chats = [i for i in read_cassette(path).interactions if i.is_chat_completion]
+    assert result.output.count("\nturn ") == len(chats)
+    assert result.output.count("  = finish_reason: ") + result.output.count("  = HTTP ") == len(chats)
+
+
+def test_show_assembles_streamed_tool_calls() -> None:
+    path = next(p for p in REAL if p.name.startswith("magentic"))
+    output = CliRunner().invoke(app, ["show", str(path)]).output
+    assert '  = calls call_8Sp49rZGndlZALo0uq1XvA7A: plus {"a": 2, "b": 3}' in output
+    assert '  = calls call_u5dbdPz1mAis8zZVk4ZBqXgL: minus {"a": 3, "b": 2}' in output
+
+
+def test_show_lists_what_is_ignored_and_http_errors() -> None:
+    agno = CliRunner().invoke(app, ["show", str(next(p for p in REAL if "agno" in p.name))]).output
+    assert (
+        "ignored interaction 2: POST https://os-api.agno.com/telemetry/runs (not a chat completion)" in agno
+    )
+    vision = CliRunner().invoke(app, ["show", str(next(p for p in REAL if "vision" in p.name))]).output
+    assert "  = HTTP 400: Error while downloading" in vision
+
+
+EXPECTED_SERIOUS = {
+    "dd-trace-py": True,
+    "magentic": False,
+    "mirascope": True,
+    "openllmetry__agno": True,
+    "openllmetry__azure": False,
+    "openllmetry__openai": True,
+    "otel-contrib": True,
+    "pydantic-ai": False,
+}
+
+
+@pytest.mark.parametrize("path", REAL, ids=IDS)
+def test_check_flags_what_a_careful_user_would_want_flagged(path: Path) -> None:
+    findings = audit(read_cassette(path))
+    serious = any(f.severity == "serious" for f in findings)
+    prefix = next(p for p in EXPECTED_SERIOUS if path.name.startswith(p))
+    assert serious is EXPECTED_SERIOUS[prefix], [f.what for f in findings]
+    result = CliRunner().invoke(app, ["check", str(path)])
+    assert result.exit_code == (1 if serious else 0)
+    assert all(line.startswith(str(path)) for line in result.output.splitlines()[:-2])
+
+
+def test_specific_findings() -> None:
+    def whats(prefix: str) -> list[str]:
+        return [
+            f"{f.severity}: {f.what}"
+            for f in audit(read_cassette(next(p for p in REAL if p.name.startswith(prefix))))
+        ]
+
+    mirascope = whats("mirascope")
+    assert "serious: response header openai-organization is recorded" in mirascope
+    assert "serious: response header set-cookie is recorded" in mirascope
+    assert "serious: project id in the response" in mirascope
+    assert "info: request header cookie is kept, with a placeholder" in mirascope
+    assert "serious: request header authorization is recorded" not in mirascope  # only <filtered> there
+    assert "serious: bearer token in the request" in whats("otel-contrib")
+    assert "warning: not a chat completion: POST https://os-api.agno.com/telemetry/runs" in whats(
+        "openllmetry__agno"
+    )
+    assert any(w.startswith("warning: HTTP 400 recorded") for w in whats("openllmetry__openai"))
+    assert "info: stale content-encoding: gzip on a body stored decoded" in whats("dd-trace-py")
+    assert any(w.startswith("info: stale response content-length") for w in whats("openllmetry__azure"))
+
+
+def test_bundled_cassettes_have_no_findings() -> None:
+    result = CliRunner().invoke(app, ["check", *map(str, BUNDLED)])
+    assert result.exit_code == 0
+    assert result.output.strip().endswith(f"{len(BUNDLED)} ok, 0 failed")
+
+
+def test_tool_messages_not_paired_are_serious(tmp_path: Path) -> None:
+    text = (Path(BUNDLED[0])).read_text().replace('"tool_call_id": "call_1"', '"tool_call_id": "call_zz"', 1)
+    (tmp_path / "broken.yaml").write_text(text)
+    whats = [f.what for f in audit(read_cassette(tmp_path / "broken.yaml")) if f.severity == "serious"]
+    assert any("tool messages not paired with calls: orphan tool result id: call_zz" in w for w in whats), (
+        whats
+    )
+
+
+@pytest.mark.parametrize("path", [*REAL, *BUNDLED], ids=[*IDS, *(p.stem for p in BUNDLED)])
+def test_converted_scenarios_play_the_recorded_conversation(path: Path, tmp_path: Path) -> None:
+    output = tmp_path / "converted.yaml"
+    result = CliRunner().invoke(app, ["convert", str(path), "-o", str(output)])
+    assert result.exit_code == 0, result.output
+    written = sorted(tmp_path.glob("converted*.yaml"))
+    assert len(written) == result.output.count("wrote ")
+    for scenario_file in written:
+        scenario = load_scenario(scenario_file)
+        for via in ("direct", "sdk"):
+            report = asyncio.run(play_file(scenario_file, via=via))  # type: ignore[arg-type]
+            assert report.problems == (), (scenario_file.name, via)
+        if scenario.expect.outcome == "completed":
+            assert report.final_text == scenario.expect.final_text
+
+
+def test_conversion_keeps_the_recorded_replies_results_and_final_text(tmp_path: Path) -> None:
+    path = next(p for p in REAL if p.name.startswith("pydantic-ai"))
+    CliRunner().invoke(app, ["convert", str(path), "-o", str(tmp_path / "capital.yaml")])
+    scenario = load_scenario(tmp_path / "capital.yaml")
+    assert scenario.prompt == "What is the capital of the UK? Use the tool, then answer."
+    assert [t.name for t in scenario.tools] == ["get_capital"]  # type: ignore[union-attr]
+    call = scenario.replies[0].tool_calls[0]
+    assert (call.id, call.name, call.arguments) == (
+        "call_ZR5UUuTt3pf61kjwAJIYdVMj",
+        "get_capital",
+        '{"country":"UK"}',
+    )
+    assert scenario.results == {"call_ZR5UUuTt3pf61kjwAJIYdVMj": "London"}
+    assert (scenario.expect.outcome, scenario.expect.final_text) == (
+        "completed",
+        "The capital of the UK is London.",
+    )
+    report = asyncio.run(play_file(tmp_path / "capital.yaml"))
+    assert report.transcript[3] == "  result call_ZR5UUuTt3pf61kjwAJIYdVMj: London"
+
+
+def test_convert_refuses_to_overwrite(tmp_path: Path) -> None:
+    (tmp_path / "out.yaml").write_text("mine")
+    result = CliRunner().invoke(app, ["convert", str(BUNDLED[0]), "-o", str(tmp_path / "out.yaml")])
+    assert result.exit_code == 2
+    assert (tmp_path / "out.yaml").read_text() == "mine"

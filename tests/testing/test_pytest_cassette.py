@@ -1,0 +1,95 @@
+"""The `sim_cassette` marker and `--sim-record`, through pytester, against a real `sim serve` on 127.0.0.1."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+KEY = "sk-RECOGNISABLE-fixture-4b1d9a"
+SCENARIO = "prompt: hi\ntools: []\nreplies:\n  - content: hello\n"
+TEST = """
+import os
+import pytest
+from sim import AgentRunner, AllowAllApprover, ToolRegistry
+from sim.adapters.openai_chat import OpenAIChatModel
+
+@pytest.mark.sim_cassette("cassettes/hello.yaml")
+def test_hello():
+    model = OpenAIChatModel.connect(base_url=os.environ["SIM_TEST_URL"], api_key=os.environ["OPENAI_API_KEY"],
+                                    model="sim-model")
+    runner = AgentRunner(model, ToolRegistry(), AllowAllApprover())
+    assert runner.run_sync("PROMPT").final_text == "hello"
+"""
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses POSIX signals")
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> object:
+    (tmp_path / "hello.yaml").write_text(SCENARIO)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sim.cli", "serve", str(tmp_path / "hello.yaml"), "--port", "0", "--cycle"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    url = process.stdout.readline().strip().removeprefix("OPENAI_BASE_URL=")
+    yield url, process
+    if process.poll() is None:
+        process.kill()
+    process.wait(timeout=10)
+
+
+def test_record_once_then_replay_offline(
+    pytester: pytest.Pytester, server: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, process = server
+    monkeypatch.setenv("SIM_TEST_URL", url)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    pytester.makepyfile(test_agent=TEST.replace("PROMPT", "hi"))
+
+    pytester.runpytest_subprocess("--sim-record=once").assert_outcomes(passed=1)
+    cassette = pytester.path / "cassettes" / "hello.yaml"
+    text = cassette.read_text()
+    assert KEY not in text
+    assert len(yaml.safe_load(text)["interactions"]) == 1
+
+    process.send_signal(signal.SIGINT)
+    process.wait(timeout=10)
+    pytester.runpytest_subprocess().assert_outcomes(passed=1)  # the endpoint is gone: this is a replay
+
+    pytester.makepyfile(test_agent=TEST.replace("PROMPT", "hello there"))
+    changed = pytester.runpytest_subprocess()
+    changed.assert_outcomes(failed=1)
+    changed.stdout.fnmatch_lines(['*messages[[]1[]].content: recorded "hi" != now "hello there"*'])
+
+    pytester.makepyfile(test_agent=TEST.replace("PROMPT", "hi"))
+    data = yaml.safe_load(text)
+    data["interactions"].append(data["interactions"][0])
+    cassette.write_text(yaml.safe_dump(data))
+    partly = pytester.runpytest_subprocess()
+    partly.assert_outcomes(passed=1, errors=1)
+    partly.stdout.fnmatch_lines(["*only partly played: 1 of 2 interactions unused*"])
+
+
+def test_without_a_cassette_replay_mode_never_reaches_the_network(
+    pytester: pytest.Pytester, server: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, _ = server
+    monkeypatch.setenv("SIM_TEST_URL", url)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    pytester.makepyfile(test_agent=TEST.replace("PROMPT", "hi"))
+    result = pytester.runpytest_subprocess()
+    result.assert_outcomes(failed=1)
+    assert not (pytester.path / "cassettes" / "hello.yaml").exists()
+
+
+def test_record_mode_must_be_known(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("--sim-record=sometimes")
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*invalid choice*sometimes*"])
