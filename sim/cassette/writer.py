@@ -59,12 +59,31 @@ def _bytes(value: Any) -> bytes:
 
 
 def readable(body: bytes) -> str:
-    """A body as text a person can read: decompressed, JSON pretty-printed, anything else as UTF-8."""
+    """A body as text a person can read: decompressed, JSON laid out by `json_lines`, else UTF-8."""
     raw = decompress(body)
     try:
-        return json.dumps(json.loads(raw), indent=2, ensure_ascii=False)
+        return json_lines(json.loads(raw))
     except ValueError:
         return raw.decode("utf-8", errors="replace")
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def json_lines(value: Any) -> str:
+    """JSON a person can read that stays small when a request carries a long history: an object's keys one
+    per line, and a list of objects (`messages`, `tools`, `choices`) one object per line."""
+    if not isinstance(value, dict) or not value:
+        return json.dumps(value, indent=2, ensure_ascii=False)
+    lines = []
+    for key, item in value.items():
+        if isinstance(item, list) and item and all(isinstance(element, dict) for element in item):
+            elements = ",\n".join(f"    {_compact(element)}" for element in item)
+            lines.append(f"  {json.dumps(key)}: [\n{elements}\n  ]")
+        else:
+            lines.append(f"  {json.dumps(key)}: {_compact(item)}")
+    return "{\n" + ",\n".join(lines) + "\n}"
 
 
 def _headers(headers: Mapping[str, list[str]], secrets: tuple[str, ...]) -> dict[str, list[str]]:
@@ -103,8 +122,11 @@ def cassette_data(
     return data
 
 
-class _ReadableDumper(yaml.SafeDumper):
-    """Multi-line text as `|` blocks, so that bodies read as they were sent."""
+_BaseDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _ReadableDumper(_BaseDumper):  # type: ignore[misc]
+    """Multi-line text as `|` blocks, so that bodies read as they were sent (libyaml's emitter if present)."""
 
 
 def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

@@ -1,0 +1,130 @@
+"""Replay speed: sessions of 100 and 1,000 turns recorded with `sim record` against `sim serve`, replayed.
+
+Recording (not timed): `sim serve` plays a generated scenario whose model calls `echo N` each turn,
+`sim record` runs the real loop against it. Timed, medians of `--repeats` passes:
+- `sim replay`: read the cassette, then the real loop and SDK adapter against the recorded interactions,
+  each request matched by method, path and canonical JSON body;
+- the reference, plain vcrpy on the same cassette in the same process: each recorded request asked of a
+  vcrpy `Cassette` matching on the body (the canonical-JSON matcher), and positionally (method and path).
+
+Run: python bench/replay.py [--turns 100 1000] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import vcr
+from vcr.cassette import Cassette
+from vcr.request import Request
+
+from sim.cassette.reader import read_cassette
+from sim.cassette.replay import replay_cassette
+from sim.cassette.vcr_support import SimPersister, canonical_body
+
+SIM = [sys.executable, "-m", "sim.cli"]
+VCR_REFERENCE_UP_TO = 100  # vcrpy's body matching is quadratic: above this it takes too long to wait for
+
+
+def scenario(turns: int) -> str:
+    lines = ["name: long", "prompt: Count for me.", "replies:"]
+    lines += [
+        f"  - tool_calls: [{{id: call_{i}, name: shell, arguments: {{command: echo {i}}}}}]"
+        for i in range(turns - 1)
+    ]
+    lines.append("  - content: Done counting.")
+    return "\n".join(lines) + "\n"
+
+
+def record(turns: int, folder: Path) -> Path:
+    source = folder / f"long-{turns}.yaml"
+    source.write_text(scenario(turns))
+    cassette = folder / f"cassette-{turns}.yaml"
+    server = subprocess.Popen(
+        [*SIM, "serve", str(source), "--port", "0", "--once"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip().removeprefix("OPENAI_BASE_URL=")
+        env = {
+            **os.environ,
+            "OPENAI_BASE_URL": url,
+            "OPENAI_API_KEY": "sk-bench",
+            "OPENAI_MODEL": "sim-model",
+        }
+        subprocess.run(
+            [*SIM, "record", str(cassette), "--prompt", "Count for me.", "--approve", "always", "--json",
+             "--max-turns", str(turns), "--workspace", str(folder)],
+            env=env, check=True, stdout=subprocess.DEVNULL, timeout=3600,
+        )  # fmt: skip
+        server.wait(timeout=60)
+    finally:
+        if server.poll() is None:
+            server.kill()
+    return cassette
+
+
+def time_sim_replay(cassette: Path) -> tuple[float, float]:
+    started = time.perf_counter()
+    report = asyncio.run(replay_cassette(cassette))
+    assert report.passed, report.problems
+    return time.perf_counter() - started, report.interactions
+
+
+def time_vcrpy(cassette: Path, match_on: tuple[str, ...]) -> float:
+    """Seconds for a vcrpy `Cassette` to answer each recorded request, sent as the loop sends it (compact)."""
+    recorded = [i.request for i in read_cassette(cassette).interactions]
+    asked = [
+        Request(r.method, r.uri, json.dumps(r.json(), ensure_ascii=False, separators=(",", ":")), {})
+        for r in recorded
+    ]
+    loaded = Cassette.load(path=str(cassette), match_on=[vcr.matchers.method, vcr.matchers.path, *(
+        [canonical_body] if "canonical_body" in match_on else [])], persister=SimPersister())  # fmt: skip
+    started = time.perf_counter()
+    for request in asked:
+        loaded.play_response(request)
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--repeats", type=int, default=3)
+    options = parser.parse_args()
+    columns = ["turns", "cassette MB", "sim replay s", "sim replay interactions/s", "vcrpy body-matched /s"]
+    print("| " + " | ".join([*columns, "vcrpy positional /s"]) + " |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory() as folder:
+        for turns in options.turns:
+            cassette = record(turns, Path(folder))
+            size = cassette.stat().st_size / 1e6
+            runs = [time_sim_replay(cassette) for _ in range(options.repeats)]
+            seconds = statistics.median(s for s, _ in runs)
+            interactions = runs[0][1]
+            positional = statistics.median(
+                time_vcrpy(cassette, ("method", "path")) for _ in range(options.repeats)
+            )
+            if turns <= VCR_REFERENCE_UP_TO:
+                body = statistics.median(
+                    time_vcrpy(cassette, ("canonical_body",)) for _ in range(options.repeats)
+                )
+                body_rate = f"{interactions / body:,.1f}"
+            else:
+                body_rate = "(not run: quadratic)"
+            print(
+                f"| {turns:,} | {size:,.1f} | {seconds:.2f} | {interactions / seconds:,.0f} | {body_rate}"
+                f" | {interactions / positional:,.0f} |"
+            )
+
+
+if __name__ == "__main__":
+    main()
