@@ -22,6 +22,7 @@ from sim.adapters.openai_chat import OpenAIChatModel
 from sim.cassette.matching import canonical, describe_difference
 from sim.cassette.reader import Cassette, RecordedInteraction, read_cassette
 from sim.cassette.session import RecordedSession, result_from_text
+from sim.cassette.writer import without_layout
 from sim.core.approval import AllowAllApprover
 from sim.core.errors import AgentError, CassetteError
 from sim.core.loop import AgentRunner
@@ -34,28 +35,51 @@ _Key = tuple[str, str, str]
 
 
 class ReplayTransport(httpx2.AsyncBaseTransport):
-    """Answers each request with the recorded response to the same request; tells how it differs if none."""
+    """Answers each request with the recorded response to the same request; tells how it differs if none.
+
+    A request is looked up by its exact bytes first (what our encoder sends is what was recorded), and
+    only on a miss by its canonical JSON (keys sorted), so a request costs no parsing in the usual case.
+    """
 
     def __init__(self, interactions: Sequence[RecordedInteraction]) -> None:
         self.interactions = list(interactions)
-        self._waiting: dict[_Key, deque[int]] = defaultdict(deque)
+        self._exact: dict[_Key, deque[int]] = defaultdict(deque)
         for position, interaction in enumerate(self.interactions):
             request = interaction.request
-            self._waiting[self._key(request.method, request.path, request.body)].append(position)
+            text = without_layout((request.body or b"").decode("utf-8", errors="replace"))
+            self._exact[(request.method, request.path.rstrip("/"), text)].append(position)
+        self._canonical: dict[_Key, deque[int]] | None = None
         self.played: list[int] = []
+        self._played: set[int] = set()
         self.problems: list[str] = []
 
-    @staticmethod
-    def _key(method: str, path: str, body: bytes | None) -> _Key:
-        return method.upper(), path.rstrip("/"), canonical(body)
+    def _take(self, index: dict[_Key, deque[int]], key: _Key) -> int | None:
+        waiting = index.get(key)
+        while waiting:
+            position = waiting.popleft()
+            if position not in self._played:
+                return position
+        return None
+
+    def _canonical_index(self) -> dict[_Key, deque[int]]:
+        if self._canonical is None:
+            self._canonical = defaultdict(deque)
+            for position, interaction in enumerate(self.interactions):
+                request = interaction.request
+                self._canonical[(request.method, request.path.rstrip("/"), canonical(request.body))].append(
+                    position
+                )
+        return self._canonical
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         """The recorded response, or an HTTP 400 naming the first difference from the expected request."""
         body = await request.aread()
-        turn = len(self.played) + 1
-        waiting = self._waiting.get(self._key(request.method, request.url.path, body))
-        if not waiting:
-            problem = f"turn {turn}: {self._difference(body)}"
+        method, path = request.method.upper(), request.url.path.rstrip("/")
+        position = self._take(self._exact, (method, path, body.decode("utf-8", errors="replace")))
+        if position is None:
+            position = self._take(self._canonical_index(), (method, path, canonical(body)))
+        if position is None:
+            problem = f"turn {len(self.played) + 1}: {self._difference(body)}"
             self.problems.append(problem)
             error = {
                 "message": f"sim replay: {problem}",
@@ -64,17 +88,16 @@ class ReplayTransport(httpx2.AsyncBaseTransport):
                 "code": None,
             }
             return httpx2.Response(400, json={"error": error})
-        position = waiting.popleft()
         self.played.append(position)
+        self._played.add(position)
         response = self.interactions[position].response
         kind = "text/event-stream" if response.is_event_stream else "application/json"
         return httpx2.Response(response.status, content=response.body, headers={"content-type": kind})
 
     def _difference(self, body: bytes) -> str:
         """How `body` differs from the first recorded request not played yet."""
-        played = set(self.played)
         for position, interaction in enumerate(self.interactions):
-            if position not in played:
+            if position not in self._played:
                 return describe_difference(interaction.request.body, body)
         return f"a request the cassette does not hold (all {len(self.interactions)} were played)"
 
@@ -119,13 +142,15 @@ def recorded_session(cassette: Cassette) -> RecordedSession:
 
 
 def recorded_results(session: RecordedSession, chats: Sequence[RecordedInteraction]) -> dict[str, ToolResult]:
-    """Every tool result of the recording: those the requests echo, and those the `sim:` block keeps."""
-    results = {}
-    for interaction in chats:
-        body = interaction.request.json()
-        for message in body.get("messages", []) if isinstance(body, dict) else []:
-            if isinstance(message, dict) and message.get("role") == "tool":
-                results[str(message.get("tool_call_id"))] = result_from_text(str(message.get("content", "")))
+    """Every tool result of the recording: those the largest request echoes (a run's history only grows,
+    so it holds every earlier one), and those the `sim:` block keeps."""
+    largest = max(chats, key=lambda interaction: len(interaction.request.body or b""), default=None)
+    body = largest.request.json() if largest else None
+    results = {
+        str(message.get("tool_call_id")): result_from_text(str(message.get("content", "")))
+        for message in (body.get("messages", []) if isinstance(body, dict) else [])
+        if isinstance(message, dict) and message.get("role") == "tool"
+    }
     results.update(session.tool_results)
     return results
 

@@ -68,22 +68,30 @@ def readable(body: bytes) -> str:
 
 
 def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def json_lines(value: Any) -> str:
     """JSON a person can read that stays small when a request carries a long history: an object's keys one
-    per line, and a list of objects (`messages`, `tools`, `choices`) one object per line."""
+    per line, and a list of objects (`messages`, `tools`, `choices`) one compact object per line.
+
+    Dropping each line's indentation gives back the compact JSON (see `without_layout`)."""
     if not isinstance(value, dict) or not value:
-        return json.dumps(value, indent=2, ensure_ascii=False)
+        return _compact(value)
     lines = []
     for key, item in value.items():
         if isinstance(item, list) and item and all(isinstance(element, dict) for element in item):
             elements = ",\n".join(f"    {_compact(element)}" for element in item)
-            lines.append(f"  {json.dumps(key)}: [\n{elements}\n  ]")
+            lines.append(f"  {json.dumps(key, ensure_ascii=False)}:[\n{elements}\n  ]")
         else:
-            lines.append(f"  {json.dumps(key)}: {_compact(item)}")
+            lines.append(f"  {json.dumps(key, ensure_ascii=False)}:{_compact(item)}")
     return "{\n" + ",\n".join(lines) + "\n}"
+
+
+def without_layout(text: str) -> str:
+    """The compact JSON that `json_lines` laid out (JSON strings hold no raw line breaks, so every line
+    break and indentation is layout); other text comes back as other text."""
+    return "".join(line.strip() for line in text.split("\n")) if "\n" in text else text
 
 
 def _headers(headers: Mapping[str, list[str]], secrets: tuple[str, ...]) -> dict[str, list[str]]:
@@ -142,6 +150,12 @@ def to_yaml(data: Mapping[str, Any]) -> str:
     return yaml.dump(dict(data), Dumper=_ReadableDumper, sort_keys=False, allow_unicode=True, width=110)
 
 
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Write `text` to a temporary file beside `path`, then rename it over `path`: all or nothing."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -151,6 +165,7 @@ def write_atomically(path: Path, text: str) -> None:
             file.write(text)
             file.flush()
             os.fsync(file.fileno())
+        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; a cassette is an ordinary file
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

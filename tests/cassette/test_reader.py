@@ -129,3 +129,17 @@ def test_every_real_cassette_reads(path: Path) -> None:
     for recorded in cassette.interactions:
         assert recorded.response.status in (200, 201, 400)
         assert recorded.response.json() is not None or recorded.response.events()
+
+
+def test_written_files_follow_the_umask_and_leave_no_temporary(tmp_path: Path) -> None:
+    import os
+
+    from sim.cassette.writer import write_atomically
+
+    target = tmp_path / "deep" / "out.yaml"
+    write_atomically(target, "text\n")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert target.read_text() == "text\n"
+    assert target.stat().st_mode & 0o777 == 0o666 & ~umask
+    assert [p.name for p in target.parent.iterdir()] == ["out.yaml"]

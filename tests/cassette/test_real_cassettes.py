@@ -95,7 +95,8 @@ def test_bundled_cassettes_have_no_findings() -> None:
 
 
 def test_tool_messages_not_paired_are_serious(tmp_path: Path) -> None:
-    text = (Path(BUNDLED[0])).read_text().replace('"tool_call_id": "call_1"', '"tool_call_id": "call_zz"', 1)
+    text = (Path(BUNDLED[0])).read_text().replace('"tool_call_id":"call_1"', '"tool_call_id":"call_zz"', 1)
+    assert "call_zz" in text
     (tmp_path / "broken.yaml").write_text(text)
     whats = [f.what for f in audit(read_cassette(tmp_path / "broken.yaml")) if f.severity == "serious"]
     assert any("tool messages not paired with calls: orphan tool result id: call_zz" in w for w in whats), (
