@@ -9,7 +9,7 @@ from dataclasses import asdict
 from enum import StrEnum
 from importlib.metadata import version
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import httpx2
 import typer
@@ -23,25 +23,25 @@ from sim.cassette.audit import audit
 from sim.cassette.conversations import conversations
 from sim.cassette.convert import scenario_data
 from sim.cassette.outline import outline as cassette_outline
-from sim.cassette.reader import Cassette, looks_like_cassette, read_cassette
+from sim.cassette.reader import looks_like_cassette, read_cassette
 from sim.cassette.recorder import record_run
 from sim.cassette.replay import ReplayReport, replay_cassette
 from sim.cassette.writer import to_yaml, write_atomically
 from sim.core.approval import AllowAllApprover, Approver, DenyAllApprover, TerminalApprover
 from sim.core.errors import AgentError, CassetteError, ConfigurationError, ScenarioError
 from sim.core.events import RunEvent
-from sim.core.loop import DEFAULT_MAX_TURNS, AgentRunner
+from sim.core.loop import DEFAULT_MAX_TURNS, AgentRunner, RunEnding
 from sim.core.messages import CHAT_MESSAGES
-from sim.core.outcome import outcome_of
 from sim.core.tools import ToolRegistry
 from sim.core.transcript import describe, turns
 from sim.scenario.loader import load_scenario, scenario_files
 from sim.scenario.outline import outline
 from sim.scenario.player import PlayReport, Via, play_file
-from sim.scenario.schema import Scenario
 from sim.server.serve import base_url, listen
 from sim.server.serve import serve as serve_scenario
 from sim.tools.shell import shell_tool
+
+_Read = TypeVar("_Read")
 
 app = typer.Typer(
     name="sim",
@@ -190,24 +190,13 @@ def check(
         raise typer.Exit(1)
 
 
-def _load_one(file: Path) -> Scenario:
-    """One scenario file, or exit: 2 when there is no such file, 1 when it does not load."""
+def _open_one(file: Path, read: Callable[[Path], _Read]) -> _Read:
+    """One file read by `read`, or exit: 2 when there is no such file, 1 when it cannot be read."""
     if not file.is_file():
         raise _usage_error(f"no such file: {file}")
     try:
-        return load_scenario(file)
-    except ScenarioError as error:
-        err.print(str(error), markup=False)
-        raise typer.Exit(1) from None
-
-
-def _read_one(file: Path) -> Cassette:
-    """One cassette file, or exit: 2 when there is no such file, 1 when it cannot be read."""
-    if not file.is_file():
-        raise _usage_error(f"no such file: {file}")
-    try:
-        return read_cassette(file)
-    except CassetteError as error:
+        return read(file)
+    except AgentError as error:
         err.print(str(error), markup=False)
         raise typer.Exit(1) from None
 
@@ -215,7 +204,11 @@ def _read_one(file: Path) -> Cassette:
 @app.command()
 def show(file: Annotated[Path, typer.Argument(help="A scenario or cassette file.")]) -> None:
     """Print a scenario's scripted conversation, or a cassette's recorded one, turn by turn."""
-    lines = cassette_outline(_read_one(file)) if looks_like_cassette(file) else outline(_load_one(file))
+    lines = (
+        cassette_outline(_open_one(file, read_cassette))
+        if looks_like_cassette(file)
+        else outline(_open_one(file, load_scenario))
+    )
     for line in lines:
         out.print(line, markup=False)
 
@@ -270,7 +263,7 @@ def convert(
 
     A cassette holding several conversations gives one file each: OUTPUT, then OUTPUT-2, OUTPUT-3...
     """
-    recorded = _read_one(cassette)
+    recorded = _open_one(cassette, read_cassette)
     found = conversations(recorded)
     if not found:
         raise _usage_error(f"{cassette}: no chat completions to convert")
@@ -327,14 +320,7 @@ def run(
 ) -> None:
     """Run the agent loop live against OPENAI_BASE_URL / OPENAI_API_KEY / OPENAI_MODEL (env or .env)."""
     _, runner = _live_runner(max_turns, workspace, approve, stream, max_completion_tokens, as_json)
-    error: AgentError | None = None
-    final_text: str | None = None
-    try:
-        result = runner.run_sync(prompt)
-        final_text, taken = result.final_text, result.turns
-    except AgentError as raised:
-        error, taken = raised, raised.turns
-    _report(runner, final_text, taken, error, as_json)
+    _report(runner, asyncio.run(runner.run_to_end(prompt)), as_json)
 
 
 @app.command()
@@ -354,7 +340,7 @@ def record(
         raise _usage_error(f"cassette exists: {cassette} (use --force to overwrite it)")
     settings, runner = _live_runner(max_turns, workspace, approve, stream, max_completion_tokens, as_json)
     try:
-        result, error = record_run(
+        ending = record_run(
             cassette,
             runner,
             prompt,
@@ -368,8 +354,7 @@ def record(
         raise typer.Exit(1) from None
     if not as_json:
         err.print(f"recorded {cassette}", markup=False)
-    taken = result.turns if result else (error.turns if error else 0)
-    _report(runner, result.final_text if result else None, taken, error, as_json)
+    _report(runner, ending, as_json)
 
 
 def _live_runner(
@@ -421,15 +406,14 @@ def _print_event(event: RunEvent) -> None:
         out.print(Text(line, style=_style(line)))
 
 
-def _report(
-    runner: AgentRunner, final_text: str | None, taken: int, error: AgentError | None, as_json: bool
-) -> None:
+def _report(runner: AgentRunner, ending: RunEnding, as_json: bool) -> None:
     """Print how a live run ended, and exit 1 when it failed."""
+    error, final_text = ending.error, ending.final_text
     if as_json:
         report: dict[str, Any] = {
-            "outcome": outcome_of(error),
+            "outcome": ending.outcome,
             "final_text": final_text,
-            "turns": taken,
+            "turns": ending.turns,
             "error": str(error) if error else None,
             "history": CHAT_MESSAGES.dump_python(list(runner.history), mode="json"),
         }
@@ -437,7 +421,7 @@ def _report(
     elif final_text is not None:
         out.print(final_text, markup=False)
     if error is not None:
-        err.print(f"error: {outcome_of(error)}: {error}", markup=False)
+        err.print(f"error: {ending.outcome}: {error}", markup=False)
         raise typer.Exit(2 if isinstance(error, ConfigurationError) else 1)
 
 
@@ -454,7 +438,7 @@ def serve(
     ] = False,
 ) -> None:
     """Serve an OpenAI-compatible /v1/chat/completions that answers from SCENARIO."""
-    scenario = _load_one(scenario_file)
+    scenario = _open_one(scenario_file, load_scenario)
     try:
         sock = listen(host, port)
     except OSError as error:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,10 +14,8 @@ from vcr.persisters.filesystem import CassetteNotFoundError
 from sim.cassette.secrets import SECRET_HEADERS
 from sim.cassette.session import RecordedSession, RecordedTool
 from sim.cassette.writer import Exchange, exchanges_from_vcr, write_cassette
-from sim.core.errors import AgentError
 from sim.core.events import RunEvent, ToolCallFinished
-from sim.core.loop import AgentRunner, RunResult
-from sim.core.outcome import outcome_of
+from sim.core.loop import AgentRunner, RunEnding
 from sim.core.tools import ToolResult
 
 
@@ -70,7 +69,7 @@ def record_run(
     stream: bool,
     max_completion_tokens: int | None,
     secrets: tuple[str, ...],
-) -> tuple[RunResult | None, AgentError | None]:
+) -> RunEnding:
     """Run `prompt` on `runner` while vcrpy records; then write the cassette, atomically.
 
     A run that raises an `AgentError` is recorded too (its outcome is in the `sim:` block); anything else
@@ -87,14 +86,9 @@ def record_run(
 
     runner.observer = observe
     persister = MemoryPersister()
-    result: RunResult | None = None
-    error: AgentError | None = None
     try:
         with recording_vcr(persister).use_cassette(str(path)):
-            try:
-                result = runner.run_sync(prompt)
-            except AgentError as raised:
-                error = raised
+            ending = asyncio.run(runner.run_to_end(prompt))
     finally:
         runner.observer = watching
     exchanges = exchanges_from_vcr(persister.saved or {"requests": [], "responses": []})
@@ -110,11 +104,11 @@ def record_run(
             RecordedTool(name=s.name, description=s.description, parameters=dict(s.parameters))
             for s in runner.tools.snapshot().specs
         ],
-        outcome=outcome_of(error),
-        final_text=result.final_text if result else None,
-        turns=result.turns if result else (error.turns if error else 0),
-        error=str(error) if error else None,
+        outcome=ending.outcome,
+        final_text=ending.final_text,
+        turns=ending.turns,
+        error=str(ending.error) if ending.error else None,
         tool_results={call_id: r for call_id, r in results.items() if call_id not in echoed},
     )
     write_cassette(path, exchanges, sim=session.model_dump(mode="json"), secrets=secrets)
-    return result, error
+    return ending

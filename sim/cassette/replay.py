@@ -24,9 +24,9 @@ from sim.cassette.reader import Cassette, RecordedInteraction, read_cassette
 from sim.cassette.session import RecordedSession, result_from_text
 from sim.cassette.writer import without_layout
 from sim.core.approval import AllowAllApprover
-from sim.core.errors import AgentError, CassetteError
+from sim.core.errors import CassetteError
 from sim.core.loop import AgentRunner
-from sim.core.outcome import Outcome, outcome_of
+from sim.core.outcome import Outcome
 from sim.core.scripted import ScriptedToolResults
 from sim.core.tools import AnyArguments, ToolDefinition, ToolRegistry, ToolResult
 from sim.core.transcript import TranscriptRecorder
@@ -188,15 +188,9 @@ async def replay_cassette(path: Path) -> ReplayReport:
         max_turns=session.max_turns,
         observer=recorder,
     )
-    final_text: str | None = None
-    error: AgentError | None = None
-    try:
-        result = await runner.run(session.prompt)
-        final_text, turns = result.final_text, result.turns
-    except AgentError as raised:
-        error, turns = raised, raised.turns
+    ending = await runner.run_to_end(session.prompt)
+    final_text, turns, outcome = ending.final_text, ending.turns, ending.outcome
     problems = list(transport.problems)
-    outcome = outcome_of(error)
     if not problems:
         for field, recorded, now in (
             ("outcome", session.outcome, outcome),

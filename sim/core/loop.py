@@ -36,7 +36,7 @@ from sim.core.messages import (
     UserMessage,
 )
 from sim.core.model import ModelClient, ModelRequest
-from sim.core.outcome import CONTENT_FILTERED, NO_FINAL_TEXT
+from sim.core.outcome import CONTENT_FILTERED, NO_FINAL_TEXT, Outcome, outcome_of
 from sim.core.tools import ToolRegistry, ToolResult, ToolSnapshot
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -55,6 +55,31 @@ class RunResult:
     final_text: str
     history: tuple[ChatMessage, ...]
     turns: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunEnding:
+    """How a run ended: its result, or the `AgentError` it raised."""
+
+    result: RunResult | None
+    error: AgentError | None
+
+    @property
+    def final_text(self) -> str | None:
+        """The final answer, when there is one."""
+        return self.result.final_text if self.result else None
+
+    @property
+    def turns(self) -> int:
+        """Model requests made."""
+        if self.result is not None:
+            return self.result.turns
+        return self.error.turns if self.error else 0
+
+    @property
+    def outcome(self) -> Outcome:
+        """How it ended, in one word."""
+        return outcome_of(self.error)
 
 
 class AgentRunner:
@@ -85,6 +110,13 @@ class AgentRunner:
     def history(self) -> tuple[ChatMessage, ...]:
         """Every message of every run so far, without the system prompt."""
         return tuple(self._history)
+
+    async def run_to_end(self, prompt: str) -> RunEnding:
+        """`run`, returning the `AgentError` it raised instead of raising it."""
+        try:
+            return RunEnding(await self.run(prompt), None)
+        except AgentError as error:
+            return RunEnding(None, error)
 
     def run_sync(self, prompt: str) -> RunResult:
         """`run` for code that has no event loop."""

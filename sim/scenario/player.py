@@ -10,10 +10,10 @@ from typing import Literal
 import httpx2
 
 from sim.adapters.openai_chat import OpenAIChatModel
-from sim.core.errors import AgentError, ScenarioError
+from sim.core.errors import ScenarioError
 from sim.core.loop import DEFAULT_SYSTEM_PROMPT, AgentRunner
 from sim.core.model import ModelClient
-from sim.core.outcome import Outcome, outcome_of
+from sim.core.outcome import Outcome
 from sim.core.scripted import ScriptedModel
 from sim.core.transcript import TranscriptRecorder
 from sim.scenario.expectations import check_run
@@ -78,19 +78,14 @@ async def play_scenario(
         max_turns=scenario.max_turns,
         observer=recorder,
     )
-    final_text: str | None = None
-    error: AgentError | None = None
-    try:
-        result = await runner.run(scenario.prompt)
-        final_text, turns = result.final_text, result.turns
-    except AgentError as raised:
-        error, turns = raised, raised.turns
+    ending = await runner.run_to_end(scenario.prompt)
+    error, final_text, turns = ending.error, ending.final_text, ending.turns
     problems: list[str]
     if isinstance(error, ScenarioError):
         outcome: Outcome | None = None
         problems = [str(error)]
     else:
-        outcome = outcome_of(error)
+        outcome = ending.outcome
         if via == "sdk":  # the simulator checked each request as it came
             problems = simulator.problems + simulator.unused() + world.unused()
         else:
