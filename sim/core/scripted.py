@@ -7,7 +7,7 @@ hold, and `assert_complete()` raises when parts of the script were never used.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,12 +128,25 @@ class ScriptedApprover:
             raise ScenarioError(f"{len(self._answers)} scripted approval answer(s) never used")
 
 
-class ScriptedToolResults:
-    """Answers tool calls by call id from a script: a tool handler for tools whose results are scripted."""
+class ScriptedHandlerFailure(RuntimeError):
+    """What a scripted tool handler raises when its script says it fails."""
 
-    def __init__(self, results: Mapping[str, ToolResult]) -> None:
-        self._unused: dict[str, ToolResult] = dict(results)
+
+class ScriptedToolResults:
+    """Answers tool calls by call id from a script: a tool handler for tools whose results are scripted.
+
+    A result given as an exception instance is raised instead of returned. `on_answer` hears each call
+    answered (e.g. to make more tools available once a call ran).
+    """
+
+    def __init__(
+        self,
+        results: Mapping[str, ToolResult | Exception],
+        on_answer: Callable[[ToolCall], None] | None = None,
+    ) -> None:
+        self._unused: dict[str, ToolResult | Exception] = dict(results)
         self.calls: list[ToolCall] = []
+        self.on_answer = on_answer
 
     def answer(self, arguments: object, context: ToolContext) -> ToolResult:
         """The scripted result of `context.call`; `ScenarioError` when there is none (or it was used)."""
@@ -142,6 +155,10 @@ class ScriptedToolResults:
         result = self._unused.pop(call.id, None)
         if result is None:
             raise ScenarioError(f"no scripted result for call {call.id} ({call.name})")
+        if self.on_answer is not None:
+            self.on_answer(call)
+        if isinstance(result, Exception):
+            raise result
         return result
 
     def assert_complete(self) -> None:

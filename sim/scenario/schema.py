@@ -134,14 +134,19 @@ class ScriptedToolSpec(_Strict):
         description="The JSON Schema of its arguments, shown to the model as is.",
     )
     effect: Literal["read", "write", "execute"] = Field("read", description="Shown to the approver.")
+    available_after: str | None = Field(
+        None,
+        description="Offered only from the turn after the call with this id ran (a tool being installed).",
+    )
 
 
 class ScriptedResultSpec(_Strict):
     """What a scripted tool returns for one call."""
 
-    content: str = Field(description="The text the model reads.")
+    content: str = Field("", description="The text the model reads.")
     is_error: bool = Field(False, description="Whether the call failed.")
     error_code: str | None = Field(None, description="The error code, when it failed.")
+    raises: bool = Field(False, description="The handler raises instead of returning (the loop must cope).")
 
 
 class ToolResultExpectation(_Strict):

@@ -13,11 +13,12 @@ from sim.core.scripted import (
     ScriptedApprover,
     ScriptedCommand,
     ScriptedCommandRunner,
+    ScriptedHandlerFailure,
     ScriptedModel,
     ScriptedToolResults,
 )
 from sim.core.tools import AnyArguments, ToolDefinition, ToolRegistry, ToolResult
-from sim.scenario.schema import Scenario, ScriptedReplySpec, ScriptedToolSpec
+from sim.scenario.schema import Scenario, ScriptedReplySpec, ScriptedResultSpec, ScriptedToolSpec
 from sim.tools.shell import shell_tool
 
 
@@ -95,27 +96,40 @@ def build_world(scenario: Scenario) -> ScriptedWorld:
         approver = DenyAllApprover()
     else:
         approver = ScriptedApprover(scenario.approvals)
-    results = ScriptedToolResults(
-        {
-            call_id: ToolResult.ok(spec) if isinstance(spec, str) else ToolResult(**spec.model_dump())
-            for call_id, spec in scenario.results.items()
-        }
-    )
     tools = ToolRegistry()
+    waiting: dict[str, list[ToolDefinition]] = {}
+
+    def unlock(call: ToolCall) -> None:
+        for tool in waiting.pop(call.id, []):
+            tools.register(tool)
+
+    results = ScriptedToolResults(
+        {call_id: _result(spec) for call_id, spec in scenario.results.items()}, unlock
+    )
     for tool in scenario.tools:
         if tool == "shell":
             tools.register(
                 shell_tool(commands, timeout=scenario.shell.timeout, max_chars=scenario.shell.max_chars)
             )
         elif isinstance(tool, ScriptedToolSpec):
-            tools.register(
-                ToolDefinition(
-                    tool.name,
-                    tool.description or f"The scripted tool {tool.name}.",
-                    AnyArguments,
-                    tool.effect,
-                    results.answer,
-                    parameters=tool.parameters,
-                )
+            definition = ToolDefinition(
+                tool.name,
+                tool.description or f"The scripted tool {tool.name}.",
+                AnyArguments,
+                tool.effect,
+                results.answer,
+                parameters=tool.parameters,
             )
+            if tool.available_after is None:
+                tools.register(definition)
+            else:
+                waiting.setdefault(tool.available_after, []).append(definition)
     return ScriptedWorld(commands, approver, tools, results)
+
+
+def _result(spec: str | ScriptedResultSpec) -> ToolResult | Exception:
+    if isinstance(spec, str):
+        return ToolResult.ok(spec)
+    if spec.raises:
+        return ScriptedHandlerFailure(f"scripted failure: {spec.content}")
+    return ToolResult(content=spec.content, is_error=spec.is_error, error_code=spec.error_code)

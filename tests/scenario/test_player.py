@@ -286,3 +286,39 @@ class TestScriptedTools:
     def test_unused_results(self, tmp_path: Path) -> None:
         text = self.TEXT.replace('call_1: "4"', 'call_1: "4"\n      spare: "never"')
         assert play(tmp_path, text).problems == ("scripted results never used: spare",)
+
+
+def test_a_scripted_handler_can_raise(tmp_path: Path) -> None:
+    text = """
+    prompt: p
+    tools: [{name: flaky}]
+    results: {call_1: {raises: true}}
+    replies:
+      - tool_calls: [{name: flaky}]
+      - content: ok
+    expect:
+      tool_results: {call_1: {content: "Error [tool_execution_error]: Tool execution failed", is_error: true}}
+    """
+    assert play(tmp_path, text).problems == ()
+
+
+def test_a_tool_can_become_available_after_a_call(tmp_path: Path) -> None:
+    text = """
+    prompt: p
+    tools:
+      - {name: install}
+      - {name: deploy, available_after: call_1}
+    results: {call_1: installed, call_3: deployed}
+    replies:
+      - tool_calls: [{name: install}, {name: deploy}]
+        expect_request: {tools: [install]}
+      - tool_calls: [{name: deploy}]
+        expect_request: {tools: [install, deploy]}
+      - content: ok
+    expect:
+      tool_results:
+        call_2: {error_code: unknown_tool}
+        call_3: {content: deployed}
+    """
+    assert play(tmp_path, text).problems == ()
+    assert asyncio.run(play_file(tmp_path / "case.yaml", via="sdk")).problems == ()
