@@ -67,6 +67,17 @@ class ScriptedCommand:
     timed_out: bool = False
     start_fails: bool = False
 
+    def result(self, max_chars: int) -> CommandOutput:
+        """What a runner reports for this command, keeping at most `max_chars` characters."""
+        budget = OutputBudget(max_chars)
+        budget.feed_text(self.output)
+        return CommandOutput(
+            output=budget.text(),
+            exit_code=None if self.timed_out else self.exit_code,
+            timed_out=self.timed_out,
+            truncated=budget.truncated,
+        )
+
 
 class ScriptedCommandRunner:
     """Answers commands from a script: each entry answers one run of its exact command, in any order."""
@@ -83,14 +94,7 @@ class ScriptedCommandRunner:
                 del self._unused[index]
                 if entry.start_fails:
                     raise OSError(f"scripted start failure: {command!r}")
-                budget = OutputBudget(max_chars)
-                budget.feed_text(entry.output)
-                return CommandOutput(
-                    output=budget.text(),
-                    exit_code=None if entry.timed_out else entry.exit_code,
-                    timed_out=entry.timed_out,
-                    truncated=budget.truncated,
-                )
+                return entry.result(max_chars)
         raise ScenarioError(f"unscripted command: {command!r}")
 
     def assert_complete(self) -> None:

@@ -1,0 +1,145 @@
+"""What a correct loop does with a scenario's script: how it ends, each call's result, the tools offered.
+
+Written apart from the loop (it shares only the shell tool's argument model, which is the specification),
+so that fuzzing compares the loop with an independent account of the rules.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
+from sim.core.approval import SCRIPT_DENIED_REASON
+from sim.core.outcome import Outcome
+from sim.core.scripted import ScriptedCommand
+from sim.scenario.schema import Scenario, ScriptedToolSpec
+from sim.tools.shell import ShellArguments, format_command_output
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedResult:
+    """A call's result: its error code (None: success) and, where the rules fix it, its exact content."""
+
+    error_code: str | None
+    content: str | None
+
+
+@dataclass(slots=True)
+class Expected:
+    """How a correct loop plays the script."""
+
+    outcome: Outcome
+    turns: int
+    final_text: str | None = None
+    results: dict[str, ExpectedResult] = field(default_factory=dict)
+    offered: list[list[str]] = field(default_factory=list)
+    """The tools offered in each request, in order."""
+    valid_calls: list[str] = field(default_factory=list)
+    """Ids of the calls that passed validation (and so were shown to the approver), in order."""
+    runs: list[str] = field(default_factory=list)
+    """Commands the shell ran, in order."""
+
+
+def _error(code: str, message: str | None) -> ExpectedResult:
+    return ExpectedResult(code, None if message is None else f"Error [{code}]: {message}")
+
+
+def expect(scenario: Scenario) -> Expected:
+    """Play the script by the rules; `ValueError` when the script runs out before the run can end."""
+    scripted = {t.name: t for t in scenario.tools if isinstance(t, ScriptedToolSpec)}
+    available = [t if isinstance(t, str) else t.name for t in scenario.tools
+                 if isinstance(t, str) or t.available_after is None]  # fmt: skip
+    commands = [
+        ScriptedCommand(c.command, c.output, c.exit_code, c.timed_out, c.start_fails)
+        for c in scenario.commands
+    ]
+    answers = iter(scenario.approvals) if isinstance(scenario.approvals, list) else None
+    expected = Expected(outcome="completed", turns=0)
+    for turn, (reply, ids) in enumerate(zip(scenario.replies, scenario.call_ids(), strict=True), 1):
+        expected.turns = turn
+        expected.offered.append(list(available))
+        if reply.error is not None or reply.malformed or reply.cut_after_chunks is not None:
+            expected.outcome = "api_error"
+            return expected
+        finish = reply.finish()
+        if finish == "length":
+            expected.outcome = "incomplete"
+            return expected
+        if finish == "content_filter":
+            expected.outcome = "content_filter"
+            return expected
+        if len(set(ids)) != len(ids):
+            expected.outcome = "contract_error"
+            return expected
+        if not reply.tool_calls:
+            expected.outcome = "completed" if reply.content is not None else "no_final_text"
+            expected.final_text = reply.content
+            return expected
+        offered = set(available)
+        for call, call_id in zip(reply.tool_calls, ids, strict=True):
+            result = _validate(call.name, call.raw_arguments(), offered, scripted)
+            if result is None:
+                expected.valid_calls.append(call_id)
+                allowed = scenario.approvals == "allow" or (answers is not None and next(answers, False))
+                if not allowed:
+                    result = _error("permission_denied", SCRIPT_DENIED_REASON)
+                elif call.name == "shell":
+                    result = _shell(json.loads(call.raw_arguments())["command"], commands, scenario, expected)
+                else:
+                    result = _scripted(call_id, scenario)
+                    available += [t.name for t in scripted.values() if t.available_after == call_id]
+            expected.results[call_id] = result
+        if turn == scenario.max_turns:
+            expected.outcome = "max_turns"
+            return expected
+    raise ValueError("the script runs out of replies before the run can end")
+
+
+def _validate(
+    name: str, arguments: str, offered: set[str], scripted: dict[str, ScriptedToolSpec]
+) -> ExpectedResult | None:
+    if name not in offered:
+        return _error("unknown_tool", f"Unknown tool: {name}")
+    try:
+        parsed = json.loads(arguments, parse_constant=_no_constants)
+    except ValueError:
+        return _error("invalid_json", "Tool arguments must be valid JSON")
+    if not isinstance(parsed, dict):
+        return _error("invalid_arguments", "Tool arguments must be a JSON object")
+    if name == "shell":
+        try:
+            ShellArguments.model_validate_json(arguments, strict=True)
+        except ValidationError:
+            return _error("invalid_arguments", None)
+    return None
+
+
+def _no_constants(name: str) -> None:
+    raise ValueError(name)
+
+
+def _shell(
+    command: str, commands: list[ScriptedCommand], scenario: Scenario, expected: Expected
+) -> ExpectedResult:
+    expected.runs.append(command)
+    entry = next((c for c in commands if c.command == command), None)
+    if entry is None:
+        raise ValueError(f"the script has no output for the command {command!r}")
+    commands.remove(entry)
+    if entry.start_fails:
+        return _error("shell_start_failed", "Shell process could not be started")
+    result = format_command_output(entry.result(scenario.shell.max_chars), scenario.shell.timeout)
+    return ExpectedResult(result.error_code, result.content)
+
+
+def _scripted(call_id: str, scenario: Scenario) -> ExpectedResult:
+    spec = scenario.results.get(call_id)
+    if spec is None:
+        raise ValueError(f"the script has no result for the call {call_id}")
+    if isinstance(spec, str):
+        return ExpectedResult(None, spec)
+    if spec.raises:
+        return _error("tool_execution_error", "Tool execution failed")
+    return ExpectedResult(spec.error_code, spec.content)
