@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from pydantic import ValidationError
 
 from sim.core.approval import SCRIPT_DENIED_REASON
 from sim.core.outcome import Outcome
 from sim.core.scripted import ScriptedCommand
-from sim.scenario.schema import Scenario, ScriptedToolSpec
+from sim.scenario.schema import Scenario, ScriptedResultSpec, ScriptedToolSpec
 from sim.tools.shell import ShellArguments, format_command_output
 
 
@@ -46,16 +47,59 @@ def _error(code: str, message: str | None) -> ExpectedResult:
     return ExpectedResult(code, None if message is None else f"Error [{code}]: {message}")
 
 
-def expect(scenario: Scenario) -> Expected:
-    """Play the script by the rules; `ValueError` when the script runs out before the run can end."""
+class Answers(Protocol):
+    """Where the world's answers come from: the approver, the shell and the scripted tools."""
+
+    def approve(self, call_id: str) -> bool:
+        """Whether the valid call `call_id` is allowed."""
+        ...
+
+    def command(self, command: str) -> ScriptedCommand:
+        """How `command` ends."""
+        ...
+
+    def result(self, call_id: str) -> str | ScriptedResultSpec:
+        """What the scripted tool returns for `call_id`."""
+        ...
+
+
+class ScriptAnswers:
+    """The answers a scenario scripts; `ValueError` when one is missing."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self._scenario = scenario
+        self._answers = iter(scenario.approvals) if isinstance(scenario.approvals, list) else None
+        self._commands = [
+            ScriptedCommand(c.command, c.output, c.exit_code, c.timed_out, c.start_fails)
+            for c in scenario.commands
+        ]
+
+    def approve(self, call_id: str) -> bool:
+        if self._answers is None:
+            return self._scenario.approvals == "allow"
+        return next(self._answers, False)
+
+    def command(self, command: str) -> ScriptedCommand:
+        entry = next((c for c in self._commands if c.command == command), None)
+        if entry is None:
+            raise ValueError(f"the script has no output for the command {command!r}")
+        self._commands.remove(entry)
+        return entry
+
+    def result(self, call_id: str) -> str | ScriptedResultSpec:
+        spec = self._scenario.results.get(call_id)
+        if spec is None:
+            raise ValueError(f"the script has no result for the call {call_id}")
+        return spec
+
+
+def expect(scenario: Scenario, answers: Answers | None = None) -> Expected:
+    """Play the script by the rules, taking the world's answers from `answers` (default: the script's);
+    `ValueError` when the script runs out before the run can end."""
+    world = answers or ScriptAnswers(scenario)
     scripted = {t.name: t for t in scenario.tools if isinstance(t, ScriptedToolSpec)}
     available = [t if isinstance(t, str) else t.name for t in scenario.tools
                  if isinstance(t, str) or t.available_after is None]  # fmt: skip
-    commands = [
-        ScriptedCommand(c.command, c.output, c.exit_code, c.timed_out, c.start_fails)
-        for c in scenario.commands
-    ]
-    answers = iter(scenario.approvals) if isinstance(scenario.approvals, list) else None
     expected = Expected(outcome="completed", turns=0)
     for turn, (reply, ids) in enumerate(zip(scenario.replies, scenario.call_ids(), strict=True), 1):
         expected.turns = turn
@@ -79,16 +123,17 @@ def expect(scenario: Scenario) -> Expected:
             return expected
         offered = set(available)
         for call, call_id in zip(reply.tool_calls, ids, strict=True):
-            result = _validate(call.name, call.raw_arguments(), offered, scripted)
+            result = _validate(call.name, call.raw_arguments(), offered)
             if result is None:
                 expected.valid_calls.append(call_id)
-                allowed = scenario.approvals == "allow" or (answers is not None and next(answers, False))
-                if not allowed:
+                if not world.approve(call_id):
                     result = _error("permission_denied", SCRIPT_DENIED_REASON)
                 elif call.name == "shell":
-                    result = _shell(json.loads(call.raw_arguments())["command"], commands, scenario, expected)
+                    command = json.loads(call.raw_arguments())["command"]
+                    expected.runs.append(command)
+                    result = _shell(world.command(command), scenario)
                 else:
-                    result = _scripted(call_id, scenario)
+                    result = _scripted(world.result(call_id))
                     available += [t.name for t in scripted.values() if t.available_after == call_id]
             expected.results[call_id] = result
         if turn == scenario.max_turns:
@@ -97,9 +142,7 @@ def expect(scenario: Scenario) -> Expected:
     raise ValueError("the script runs out of replies before the run can end")
 
 
-def _validate(
-    name: str, arguments: str, offered: set[str], scripted: dict[str, ScriptedToolSpec]
-) -> ExpectedResult | None:
+def _validate(name: str, arguments: str, offered: set[str]) -> ExpectedResult | None:
     if name not in offered:
         return _error("unknown_tool", f"Unknown tool: {name}")
     try:
@@ -120,24 +163,14 @@ def _no_constants(name: str) -> None:
     raise ValueError(name)
 
 
-def _shell(
-    command: str, commands: list[ScriptedCommand], scenario: Scenario, expected: Expected
-) -> ExpectedResult:
-    expected.runs.append(command)
-    entry = next((c for c in commands if c.command == command), None)
-    if entry is None:
-        raise ValueError(f"the script has no output for the command {command!r}")
-    commands.remove(entry)
+def _shell(entry: ScriptedCommand, scenario: Scenario) -> ExpectedResult:
     if entry.start_fails:
         return _error("shell_start_failed", "Shell process could not be started")
     result = format_command_output(entry.result(scenario.shell.max_chars), scenario.shell.timeout)
     return ExpectedResult(result.error_code, result.content)
 
 
-def _scripted(call_id: str, scenario: Scenario) -> ExpectedResult:
-    spec = scenario.results.get(call_id)
-    if spec is None:
-        raise ValueError(f"the script has no result for the call {call_id}")
+def _scripted(spec: str | ScriptedResultSpec) -> ExpectedResult:
     if isinstance(spec, str):
         return ExpectedResult(None, spec)
     if spec.raises:

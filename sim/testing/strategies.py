@@ -1,0 +1,178 @@
+"""Hypothesis strategies for hostile model behaviour and the world's answers, as whole scenarios.
+
+`scenarios()` draws a script (replies for up to `max_turns` requests: parallel calls, duplicate ids,
+unknown tools, invalid JSON, non-object and schema-violating arguments, empty and null content, every
+finish reason, API errors, malformed and cut replies) and a world to match it (command outputs, exit
+codes, timeouts, start failures, approval answers, scripted tools that raise or appear mid-run). Its
+`expect:` block is the oracle's, so a drawn scenario is a complete test that `sim play` can run. Draws
+shrink toward few replies, few calls and the first choice of every list, which reads as a small script.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import strategies as st
+
+from sim.core.scripted import ScriptedCommand
+from sim.scenario.schema import Scenario, ScriptedResultSpec
+from sim.testing.oracle import Expected, expect
+
+COMMANDS = ("echo hi", "ls", "pwd", "cat notes.txt", "make test")
+TEXTS = ("Done.", "", "It printed hi.", "All tests pass.")
+UNKNOWN_TOOLS = ("browser", "read_file")
+INVALID_JSON = ("{", "not json", "{'command': 'ls'}", "")
+NON_OBJECTS = ("[]", "null", "42", '"ls"')
+SCHEMA_VIOLATIONS: tuple[dict[str, Any], ...] = (
+    {"cmd": "ls"},
+    {"command": ""},
+    {"command": 7},
+    {"command": "ls", "cwd": "/"},
+)
+ERRORS: tuple[dict[str, Any], ...] = (
+    {"status": 429, "message": "Rate limit reached", "type": "rate_limit_error", "retry_after": 1},
+    {"status": 500, "message": "Server error", "type": "server_error"},
+    {"status": 400, "message": "Bad request", "type": "invalid_request_error"},
+)
+
+
+def tool_calls() -> st.SearchStrategy[dict[str, Any]]:
+    """One call as a scenario writes it: valid shell calls first (they shrink to those), then each mistake."""
+    valid_shell = st.sampled_from(COMMANDS).map(lambda c: {"name": "shell", "arguments": {"command": c}})
+    return st.one_of(
+        valid_shell,
+        valid_shell,  # twice: valid calls are as common as all the mistakes of one kind together
+        st.just({"name": "install", "arguments": {}}),
+        st.just({"name": "deploy", "arguments": {}}),
+        st.sampled_from(UNKNOWN_TOOLS).map(lambda name: {"name": name, "arguments": {}}),
+        st.sampled_from(INVALID_JSON).map(lambda raw: {"name": "shell", "arguments": raw}),
+        st.sampled_from(NON_OBJECTS).map(lambda raw: {"name": "shell", "arguments": raw}),
+        st.sampled_from(SCHEMA_VIOLATIONS).map(lambda args: {"name": "shell", "arguments": args}),
+    )
+
+
+def calling_replies() -> st.SearchStrategy[dict[str, Any]]:
+    """A reply that asks for one to three calls, sometimes with text, sometimes ending with `stop`."""
+    return st.fixed_dictionaries(
+        {
+            "tool_calls": st.lists(tool_calls(), min_size=1, max_size=3),
+            "content": st.one_of(st.none(), st.sampled_from(TEXTS)),
+            "finish_reason": st.sampled_from((None, None, None, "stop")),
+            "duplicate_ids": st.sampled_from((False,) * 19 + (True,)),
+        }
+    ).map(lambda reply: {key: value for key, value in reply.items() if value is not None})
+
+
+def final_replies() -> st.SearchStrategy[dict[str, Any]]:
+    """A reply that ends the run: text (possibly empty), null content, length, content filter, or an error."""
+    return st.one_of(
+        st.sampled_from(TEXTS).map(lambda text: {"content": text}),
+        st.just({"content": None}),
+        st.sampled_from(TEXTS).map(lambda text: {"content": text or "cut", "finish_reason": "length"}),
+        st.just({"content": None, "finish_reason": "content_filter"}),
+        st.sampled_from(ERRORS).map(lambda error: {"error": dict(error)}),
+        st.just({"malformed": True}),
+        st.just({"content": "A reply that stops", "cut_after_chunks": 2}),
+    )
+
+
+def command_outcomes() -> st.SearchStrategy[dict[str, Any]]:
+    """How a command ends: plain output first, then failures, timeouts, start failures, long output."""
+    return st.one_of(
+        st.sampled_from(("hi", "notes.txt\nREADME.md\n", "")).map(lambda out: {"output": out}),
+        st.integers(1, 3).map(lambda code: {"output": "error: failed\n", "exit_code": code}),
+        st.just({"output": "started...", "timed_out": True}),
+        st.just({"start_fails": True}),
+        st.just({"output": "x" * 80}),
+    )
+
+
+@st.composite
+def scenarios(draw: st.DrawFn, max_turns: st.SearchStrategy[int] | None = None) -> Scenario:
+    """A whole scenario: a script that always ends within `max_turns`, its world, and its expectations."""
+    turns = draw(max_turns or st.integers(1, 4))
+    calling = draw(st.integers(0, turns))
+    replies = [draw(calling_replies()) for _ in range(calling)]
+    if calling < turns:
+        replies.append(draw(final_replies()))
+    number = 0
+    install_id: str | None = None
+    for reply in replies:
+        duplicate = reply.pop("duplicate_ids", False)
+        for call in reply.get("tool_calls", []):
+            number += 1
+            call["id"] = f"call_{number}"
+            if call["name"] == "install" and install_id is None:
+                install_id = call["id"]
+        if duplicate and len(reply["tool_calls"]) > 1:
+            reply["tool_calls"][1]["id"] = reply["tool_calls"][0]["id"]
+    data: dict[str, Any] = {
+        "name": "fuzzed",
+        "description": "Drawn by sim fuzz.",
+        "prompt": "Get the project building.",
+        "max_turns": turns,
+        "tools": [
+            "shell",
+            {"name": "install", "description": "Installs the deploy tool."},
+            {"name": "deploy", "description": "Deploys.", "available_after": install_id or "never"},
+        ],
+        "approvals": [],
+        "replies": replies,
+    }
+    drawn = _DrawnAnswers(draw)
+    expected = expect(Scenario.model_validate(data), drawn)
+    data.update(approvals=drawn.approvals, commands=drawn.commands, results=drawn.results)
+    return Scenario.model_validate({**data, "expect": _expectations(expected)})
+
+
+class _DrawnAnswers:
+    """The world's answers, drawn as the oracle asks for them (so that they fit the script exactly), and
+    kept to be written into the scenario."""
+
+    def __init__(self, draw: st.DrawFn) -> None:
+        self._draw = draw
+        self.approvals: list[bool] = []
+        self.commands: list[dict[str, Any]] = []
+        self.results: dict[str, Any] = {}
+
+    def approve(self, call_id: str) -> bool:
+        answer = self._draw(st.booleans().map(lambda denied: not denied))
+        self.approvals.append(answer)
+        return answer
+
+    def command(self, command: str) -> ScriptedCommand:
+        outcome = self._draw(command_outcomes())
+        self.commands.append({"command": command, **outcome})
+        return ScriptedCommand(command, **outcome)
+
+    def result(self, call_id: str) -> str | ScriptedResultSpec:
+        result = self._draw(
+            st.one_of(st.just(f"{call_id} done"), st.just({"content": "boom", "raises": True}))
+        )
+        self.results[call_id] = result
+        return result if isinstance(result, str) else ScriptedResultSpec(**result)
+
+
+def _expectations(expected: Expected) -> dict[str, Any]:
+    return {
+        "outcome": expected.outcome,
+        "turns": expected.turns,
+        "final_text": expected.final_text,
+        "tool_results": {
+            call_id: {"content": result.content, "is_error": result.error_code is not None,
+                      "error_code": result.error_code}
+            for call_id, result in expected.results.items()
+        },
+    }  # fmt: skip
+
+
+def describe(scenario: Scenario) -> str:
+    """One line for people: the shape of the script."""
+    shapes = []
+    for reply in scenario.replies:
+        if reply.tool_calls:
+            shapes.append("calls(" + ", ".join(c.name for c in reply.tool_calls) + ")")
+        else:
+            shapes.append(json.dumps(reply.model_dump(exclude_defaults=True))[:40])
+    return f"max_turns={scenario.max_turns}: " + " -> ".join(shapes)
