@@ -50,6 +50,25 @@ adapter and SDK, talking to the simulator serving the scenario, in process)."""
 SIMULATOR_URL = "http://simulator.sim/v1"
 
 
+def connect(
+    scenario: Scenario, *, via: Via, stream: bool = False
+) -> tuple[ModelClient, ScriptedModel, Simulator]:
+    """The model the loop talks to, and the fakes behind it: the `ScriptedModel` itself (`direct`), or the
+    real adapter and SDK in front of the scenario's simulator (`sdk`)."""
+    scripted = ScriptedModel(scripted_replies(scenario))
+    simulator = Simulator(scenario)
+    if via == "direct":
+        return scripted, scripted, simulator
+    model = OpenAIChatModel.connect(
+        base_url=SIMULATOR_URL,
+        api_key="sim-in-process",
+        model=scenario.model,
+        stream=stream,
+        http_client=httpx2.AsyncClient(transport=httpx2.ASGITransport(app=simulator.app)),
+    )
+    return model, scripted, simulator
+
+
 async def play_scenario(
     scenario: Scenario, *, path: Path | None = None, via: Via = "direct", stream: bool = False
 ) -> PlayReport:
@@ -57,18 +76,7 @@ async def play_scenario(
     started = time.perf_counter()
     world = build_world(scenario)
     recorder = TranscriptRecorder()
-    scripted = ScriptedModel(scripted_replies(scenario))
-    simulator = Simulator(scenario)
-    model: ModelClient = scripted
-    if via == "sdk":
-        transport = httpx2.ASGITransport(app=simulator.app)
-        model = OpenAIChatModel.connect(
-            base_url=SIMULATOR_URL,
-            api_key="sim-in-process",
-            model=scenario.model,
-            stream=stream,
-            http_client=httpx2.AsyncClient(transport=transport),
-        )
+    model, scripted, simulator = connect(scenario, via=via, stream=stream)
     runner = AgentRunner(
         model,
         world.tools,
