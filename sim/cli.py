@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict
 from enum import StrEnum
+from functools import partial
 from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -39,6 +41,9 @@ from sim.scenario.outline import outline
 from sim.scenario.player import PlayReport, Via, play_file
 from sim.server.serve import base_url, listen
 from sim.server.serve import serve as serve_scenario
+from sim.testing.campaign import ExampleRun, save_counterexample
+from sim.testing.campaign import fuzz as fuzz_campaign
+from sim.testing.target import fuzz_target, load_target
 from sim.tools.shell import shell_tool
 
 _Read = TypeVar("_Read")
@@ -455,6 +460,60 @@ def serve(
     err.print(f"served {len(simulator.requests)} requests; {simulator.answered} replies sent", markup=False)
     if problems and (once or simulator.problems):
         raise typer.Exit(1)
+
+
+@app.command()
+def fuzz(
+    examples: Annotated[
+        int, typer.Option(help="Scenarios to draw (more run while a failure shrinks).")
+    ] = 200,
+    seed: Annotated[
+        int, typer.Option(help="The campaign's seed: the same seed draws the same scenarios.")
+    ] = 0,
+    via: Annotated[
+        PlayVia, typer.Option(help="direct: scripted model; sdk: real SDK against the simulator.")
+    ] = (PlayVia.direct),
+    save: Annotated[Path, typer.Option(help="Where a failing scenario is written.")] = Path("fuzz-failures"),
+    target: Annotated[
+        str | None,
+        typer.Option(help="Fuzz your own loop instead: MODULE:FUNC, called as FUNC(client, prompt)."),
+    ] = None,
+) -> None:
+    """Fuzz the loop's invariants with hostile model behaviour; save the smallest failing scenario."""
+    if examples < 1:
+        raise _usage_error("--examples must be at least 1")
+    with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
+        task = bar.add_task("fuzzing", total=examples)
+        advance = partial(bar.advance, task)
+        if target is not None:
+            try:
+                function = load_target(target)
+            except ConfigurationError as error:
+                raise _usage_error(str(error)) from None
+            runs, scenario, violations = fuzz_target(function, examples=examples, seed=seed, on_run=advance)
+            saved = None
+            if scenario is not None:
+                saved = save_counterexample(
+                    ExampleRun(scenario, RunEnding(None, None), violations), save, seed
+                )
+            out.print(f"{runs} runs of {target}", markup=False)
+        else:
+            report = fuzz_campaign(examples=examples, seed=seed, via=via.value, save_dir=save, on_run=advance)
+            runs, saved = report.runs, report.saved
+            violations = report.failure.violations if report.failure else []
+            out.print(f"{runs} runs; outcomes: {_counts(report.outcomes)}", markup=False)
+            out.print(f"tool results: {_counts(report.error_codes)}", markup=False)
+    if violations:
+        for violation in violations:
+            out.print(Text(f"! {violation}", style="red"))
+        if saved is not None:
+            out.print(f"smallest failing scenario: {saved} (sim play {saved} reproduces it)", markup=False)
+        raise typer.Exit(1)
+    out.print(Text("every invariant held", style="green"))
+
+
+def _counts(counter: Counter[str]) -> str:
+    return ", ".join(f"{name} {count}" for name, count in counter.most_common()) or "none"
 
 
 def main() -> None:

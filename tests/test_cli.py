@@ -109,3 +109,21 @@ class TestShow:
         result = invoke("show", str(tmp_path / "bad.yaml"))
         assert result.exit_code == 1
         assert "bad.yaml:2:1: YAML syntax" in result.output
+
+
+class TestFuzz:
+    def test_a_fixed_seed_campaign_passes_and_reports_what_it_saw(self, tmp_path: Path) -> None:
+        result = invoke("fuzz", "--examples", "120", "--seed", "7", "--save", str(tmp_path))
+        assert result.exit_code == 0, result.output
+        assert result.output.startswith("120 runs; outcomes: ")
+        assert "tool results: " in result.output
+        assert "every invariant held" in result.output
+        assert not list(tmp_path.iterdir())
+
+    def test_same_seed_same_campaign(self) -> None:
+        first = invoke("fuzz", "--examples", "40", "--seed", "5").output
+        assert invoke("fuzz", "--examples", "40", "--seed", "5").output == first
+
+    def test_via_sdk(self) -> None:
+        result = invoke("fuzz", "--examples", "30", "--via", "sdk")
+        assert result.exit_code == 0, result.output

@@ -102,11 +102,12 @@ class Simulator:
             body = json.loads(await request.body())
         except ValueError:
             return api_error(400, "We could not parse the JSON body of your request.")
+        number = len(self.requests) + 1
         try:
             decoded = request_from_wire(body)
         except MessageContractError as error:
+            self.problems.append(f"request {number}: invalid request: {error}")
             return api_error(400, f"Invalid request: {error}")
-        number = len(self.requests) + 1
         if self.consumed and not self.cycle:
             problem = (
                 f"scenario {self.scenario.name} has no reply left for request {number}"

@@ -89,24 +89,35 @@ def command_outcomes() -> st.SearchStrategy[dict[str, Any]]:
 
 
 @st.composite
-def scenarios(draw: st.DrawFn, max_turns: st.SearchStrategy[int] | None = None) -> Scenario:
-    """A whole scenario: a script that always ends within `max_turns`, its world, and its expectations."""
+def scenarios(
+    draw: st.DrawFn, max_turns: st.SearchStrategy[int] | None = None, ends_with_reply: bool = False
+) -> Scenario:
+    """A whole scenario: a script that always ends within `max_turns`, its world, and its expectations.
+
+    With `ends_with_reply` the script always ends with a reply that stops the run (never by reaching
+    max_turns), for loops whose own turn limit is unknown."""
     turns = draw(max_turns or st.integers(1, 4))
-    calling = draw(st.integers(0, turns))
-    replies = [draw(calling_replies()) for _ in range(calling)]
+    calling = draw(st.integers(0, turns - 1 if ends_with_reply else turns))
+    shapes = [draw(calling_replies()) for _ in range(calling)]
     if calling < turns:
-        replies.append(draw(final_replies()))
+        shapes.append(draw(final_replies()))
+    replies: list[dict[str, Any]] = []
     number = 0
     install_id: str | None = None
-    for reply in replies:
-        duplicate = reply.pop("duplicate_ids", False)
-        for call in reply.get("tool_calls", []):
-            number += 1
-            call["id"] = f"call_{number}"
-            if call["name"] == "install" and install_id is None:
-                install_id = call["id"]
-        if duplicate and len(reply["tool_calls"]) > 1:
+    for shape in shapes:  # drawn values can be shared objects: build fresh ones
+        reply = {key: value for key, value in shape.items() if key != "duplicate_ids"}
+        if "tool_calls" in reply:
+            reply["tool_calls"] = [
+                {**call, "id": f"call_{number + n}"} for n, call in enumerate(reply["tool_calls"], 1)
+            ]
+            number += len(reply["tool_calls"])
+            install_id = install_id or next(
+                (c["id"] for c in reply["tool_calls"] if c["name"] == "install"), None
+            )
+        replies.append(reply)
+        if shape.get("duplicate_ids") and len(reply.get("tool_calls", [])) > 1:
             reply["tool_calls"][1]["id"] = reply["tool_calls"][0]["id"]
+            break  # the loop stops at a reply with duplicate ids: nothing after it would be asked for
     data: dict[str, Any] = {
         "name": "fuzzed",
         "description": "Drawn by sim fuzz.",
