@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import inspect
 import json
 import re
@@ -86,6 +88,14 @@ class _SchemaWithoutTitles(GenerateJsonSchema):
         return generated
 
 
+@functools.cache
+def _schema_of(input_model: type[BaseModel]) -> dict[str, Any]:
+    """The JSON Schema of an input model, generated once per model."""
+    schema = input_model.model_json_schema(schema_generator=_SchemaWithoutTitles)
+    schema.pop("description", None)  # the input model's docstring; the tool has its own description
+    return schema
+
+
 def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
@@ -112,9 +122,7 @@ class ToolDefinition:
         """The name, description and JSON Schema the model is offered."""
         if self.parameters is not None:
             return ToolSpec(self.name, self.description, dict(self.parameters))
-        schema = self.input_model.model_json_schema(schema_generator=_SchemaWithoutTitles)
-        schema.pop("description", None)  # the input model's docstring; the tool has its own description
-        return ToolSpec(self.name, self.description, schema)
+        return ToolSpec(self.name, self.description, copy.deepcopy(_schema_of(self.input_model)))
 
 
 class AnyArguments(BaseModel):

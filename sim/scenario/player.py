@@ -52,13 +52,13 @@ SIMULATOR_URL = "http://simulator.sim/v1"
 
 def connect(
     scenario: Scenario, *, via: Via, stream: bool = False
-) -> tuple[ModelClient, ScriptedModel, Simulator]:
+) -> tuple[ModelClient, ScriptedModel, Simulator | None]:
     """The model the loop talks to, and the fakes behind it: the `ScriptedModel` itself (`direct`), or the
     real adapter and SDK in front of the scenario's simulator (`sdk`)."""
     scripted = ScriptedModel(scripted_replies(scenario))
-    simulator = Simulator(scenario)
     if via == "direct":
-        return scripted, scripted, simulator
+        return scripted, scripted, None
+    simulator = Simulator(scenario)
     model = OpenAIChatModel.connect(
         base_url=SIMULATOR_URL,
         api_key="sim-in-process",
@@ -94,7 +94,7 @@ async def play_scenario(
         problems = [str(error)]
     else:
         outcome = ending.outcome
-        if via == "sdk":  # the simulator checked each request as it came
+        if simulator is not None:  # the simulator checked each request as it came
             problems = simulator.problems + simulator.unused() + world.unused()
         else:
             problems = unused_script(scripted) + world.unused()
@@ -105,7 +105,7 @@ async def play_scenario(
             final_text=final_text,
             turns=turns,
             tool_results={call_id: event.result for call_id, event in recorder.tool_results.items()},
-            requests=scripted.requests if via == "direct" else None,
+            requests=scripted.requests if simulator is None else None,
         )
     return PlayReport(
         path=str(path) if path else "",

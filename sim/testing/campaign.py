@@ -66,7 +66,7 @@ async def run_example(
     violations = check_run(
         scenario,
         expected,
-        scripted.requests if via == "direct" else simulator.requests,
+        scripted.requests if simulator is None else simulator.requests,
         ending,
         commands_run=world.commands.calls,
         approvals_asked=[r.call.id for r in approver.requests]

@@ -189,3 +189,11 @@ class TestToolResult:
             ToolResult(content="x", is_error=True)
         with pytest.raises(ValidationError):
             ToolResult(content="x", error_code="shell_failed")
+
+
+def test_schemas_are_generated_once_but_never_shared() -> None:
+    first, second = (ToolRegistry([shell_tool()]).snapshot().specs[0] for _ in range(2))
+    assert first.parameters == second.parameters
+    assert first.parameters is not second.parameters
+    first.parameters["properties"]["command"]["minLength"] = 99  # type: ignore[index]
+    assert ToolRegistry([shell_tool()]).snapshot().specs[0].parameters["properties"]["command"]["minLength"] == 1
