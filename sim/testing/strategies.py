@@ -15,7 +15,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from sim.core.messages import ToolCall
 from sim.core.scripted import ScriptedCommand
+from sim.core.tools import ToolRegistry
 from sim.scenario.schema import Scenario, ScriptedResultSpec
 from sim.testing.oracle import Expected, expect
 
@@ -49,6 +51,62 @@ def tool_calls() -> st.SearchStrategy[dict[str, Any]]:
         st.sampled_from(INVALID_JSON).map(lambda raw: {"name": "shell", "arguments": raw}),
         st.sampled_from(NON_OBJECTS).map(lambda raw: {"name": "shell", "arguments": raw}),
         st.sampled_from(SCHEMA_VIOLATIONS).map(lambda args: {"name": "shell", "arguments": args}),
+    )
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+_BY_TYPE: dict[str, st.SearchStrategy[Any]] = {
+    "string": st.text(max_size=12),
+    "integer": st.integers(),
+    "number": st.floats(allow_nan=False, allow_infinity=False),
+    "boolean": st.booleans(),
+    "array": st.lists(_JSON, max_size=3),
+    "object": st.dictionaries(st.text(max_size=8), _JSON, max_size=3),
+    "null": st.none(),
+}
+
+
+def from_schema(schema: Any) -> st.SearchStrategy[Any]:
+    """Values shaped like a JSON Schema asks (types, required and optional properties); not a validator:
+    bounds and formats are left to chance, so some values still fail validation."""
+    if not isinstance(schema, dict):
+        return _JSON
+    if schema.get("type") == "object" or "properties" in schema:
+        properties = schema.get("properties", {})
+        required = set(schema.get("required", []))
+        return st.fixed_dictionaries(
+            {name: from_schema(sub) for name, sub in properties.items() if name in required},
+            optional={name: from_schema(sub) for name, sub in properties.items() if name not in required},
+        )
+    kind = schema.get("type")
+    return _BY_TYPE.get(kind, _JSON) if isinstance(kind, str) else _JSON
+
+
+def calls_for(tools: ToolRegistry, unknown: tuple[str, ...] = UNKNOWN_TOOLS) -> st.SearchStrategy[ToolCall]:
+    """Calls to the tools of `tools` (and to tools it lacks): arguments shaped by each tool's schema, or
+    any JSON object, or JSON that is not an object, or text that is not JSON. For fuzzing your own tools."""
+    specs = tools.snapshot().specs
+    hostile = st.one_of(
+        st.dictionaries(st.text(max_size=10), _JSON, max_size=4).map(json.dumps),
+        _JSON.map(json.dumps),
+        st.sampled_from(INVALID_JSON),
+        st.text(max_size=20),
+    )
+    shaped = [
+        st.tuples(st.just(spec.name), st.one_of(from_schema(spec.parameters).map(json.dumps), hostile))
+        for spec in specs
+    ]
+    strangers = st.tuples(st.sampled_from(unknown), hostile) if unknown else st.nothing()
+    return st.builds(
+        lambda call_id, named: ToolCall(id=call_id, name=named[0], arguments=named[1]),
+        st.sampled_from(("call_1", "call_2")),
+        st.one_of(*shaped, strangers),
     )
 
 

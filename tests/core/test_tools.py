@@ -196,4 +196,6 @@ def test_schemas_are_generated_once_but_never_shared() -> None:
     assert first.parameters == second.parameters
     assert first.parameters is not second.parameters
     first.parameters["properties"]["command"]["minLength"] = 99  # type: ignore[index]
-    assert ToolRegistry([shell_tool()]).snapshot().specs[0].parameters["properties"]["command"]["minLength"] == 1
+    assert (
+        ToolRegistry([shell_tool()]).snapshot().specs[0].parameters["properties"]["command"]["minLength"] == 1
+    )
