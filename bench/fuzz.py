@@ -16,11 +16,11 @@ import statistics
 import time
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import seed as hypothesis_seed
 
 from sim.scenario.schema import Scenario
-from sim.testing.campaign import fuzz
+from sim.testing.campaign import campaign_settings, fuzz
 from sim.testing.strategies import scenarios
 
 
@@ -48,15 +48,7 @@ def bare_loop(scenario: Scenario) -> str | None:
 
 
 def bare_campaign(examples: int, seed: int) -> float:
-    @settings(
-        max_examples=examples,
-        deadline=None,
-        database=None,
-        phases=(Phase.generate, Phase.shrink),
-        suppress_health_check=list(HealthCheck),
-        report_multiple_bugs=False,
-        print_blob=False,
-    )
+    @campaign_settings(examples)
     @hypothesis_seed(seed)
     @given(scenarios())
     def campaign(scenario: Scenario) -> None:

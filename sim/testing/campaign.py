@@ -76,6 +76,20 @@ async def run_example(
     return ExampleRun(scenario, ending, violations)
 
 
+def campaign_settings(examples: int) -> settings:
+    """Hypothesis settings of a campaign: no deadline, no example database (a seed says it all), generate
+    and shrink only, one bug reported."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        phases=(Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+        report_multiple_bugs=False,
+        print_blob=False,
+    )
+
+
 class InvariantBroken(AssertionError):
     """A run broke an invariant."""
 
@@ -103,15 +117,7 @@ def fuzz(
     """Run `examples` drawn scenarios (more while shrinking a failure); deterministic for a given `seed`."""
     report = FuzzReport()
 
-    @settings(
-        max_examples=examples,
-        deadline=None,
-        database=None,
-        phases=(Phase.generate, Phase.shrink),
-        suppress_health_check=list(HealthCheck),
-        report_multiple_bugs=False,
-        print_blob=False,
-    )
+    @campaign_settings(examples)
     @hypothesis_seed(seed)
     @given(scenarios())
     def campaign(scenario: Scenario) -> None:

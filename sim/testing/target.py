@@ -20,13 +20,14 @@ from typing import Any
 
 import openai
 import uvicorn
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis import seed as hypothesis_seed
 
 from sim.core.errors import ConfigurationError
 from sim.scenario.schema import Scenario
 from sim.server.serve import base_url, listen
 from sim.server.simulator import Simulator
+from sim.testing.campaign import campaign_settings
 from sim.testing.invariants import Violation, check_requests
 from sim.testing.strategies import scenarios
 
@@ -107,14 +108,7 @@ def fuzz_target(
     runs = 0
     failure: list[Any] = []
 
-    @settings(
-        max_examples=examples,
-        deadline=None,
-        database=None,
-        phases=(Phase.generate, Phase.shrink),
-        suppress_health_check=list(HealthCheck),
-        report_multiple_bugs=False,
-    )
+    @campaign_settings(examples)
     @hypothesis_seed(seed)
     @given(scenarios(ends_with_reply=True))
     def campaign(scenario: Scenario) -> None:
