@@ -1,1 +1,2 @@
-"""Cassettes: reading any vcrpy cassette (and, later, recording and replaying sessions)."""
+"""Cassettes: recording live sessions with vcrpy, replaying them offline, and reading, auditing and
+converting anyone's vcrpy cassettes."""
