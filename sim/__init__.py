@@ -32,7 +32,7 @@ from sim.core.events import (
     ToolCallPrepared,
     TurnStarted,
 )
-from sim.core.loop import DEFAULT_SYSTEM_PROMPT, AgentRunner, RunResult
+from sim.core.loop import DEFAULT_SYSTEM_PROMPT, AgentRunner, RunEnding, RunResult
 from sim.core.messages import (
     AssistantMessage,
     ChatMessage,
@@ -47,7 +47,9 @@ from sim.core.scripted import (
     ScriptedApprover,
     ScriptedCommand,
     ScriptedCommandRunner,
+    ScriptedHandlerFailure,
     ScriptedModel,
+    ScriptedToolResults,
 )
 from sim.core.tools import ToolContext, ToolDefinition, ToolRegistry, ToolResult, ToolSnapshot
 from sim.tools.shell import shell_tool
@@ -79,6 +81,7 @@ __all__ = [
     "ModelReply",
     "ModelRequest",
     "RunEnded",
+    "RunEnding",
     "RunEvent",
     "RunObserver",
     "RunResult",
@@ -86,7 +89,9 @@ __all__ = [
     "ScriptedApprover",
     "ScriptedCommand",
     "ScriptedCommandRunner",
+    "ScriptedHandlerFailure",
     "ScriptedModel",
+    "ScriptedToolResults",
     "SubprocessRunner",
     "SystemMessage",
     "TerminalApprover",
