@@ -28,6 +28,7 @@ from sim.cassette.outline import outline as cassette_outline
 from sim.cassette.reader import looks_like_cassette, read_cassette
 from sim.cassette.recorder import record_run
 from sim.cassette.replay import ReplayReport, replay_cassette
+from sim.cassette.secrets import scrub
 from sim.cassette.writer import to_yaml, write_atomically
 from sim.core.approval import AllowAllApprover, Approver, DenyAllApprover, TerminalApprover
 from sim.core.errors import AgentError, CassetteError, ConfigurationError, ScenarioError
@@ -280,7 +281,7 @@ def convert(
         raise _usage_error(f"exists: {', '.join(map(str, existing))} (use --force to overwrite)")
     for target, conversation in zip(targets, found, strict=True):
         data = scenario_data(conversation, name=target.stem, source=cassette.name)
-        write_atomically(target, to_yaml(data))
+        write_atomically(target, scrub(to_yaml(data), ()))  # other people's recordings may hold credentials
         out.print(f"wrote {target} ({len(conversation.exchanges)} replies)", markup=False)
 
 

@@ -146,3 +146,19 @@ def test_convert_refuses_to_overwrite(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["convert", str(BUNDLED[0]), "-o", str(tmp_path / "out.yaml")])
     assert result.exit_code == 2
     assert (tmp_path / "out.yaml").read_text() == "mine"
+
+
+def test_convert_writes_no_credential_found_in_a_recording(tmp_path: Path) -> None:
+    leaky = (
+        BUNDLED[0]
+        .read_text()
+        .replace("The command printed 42.", "Your key sk-proj-LEAKED0123456789abcdef works.")
+    )
+    (tmp_path / "leaky.yaml").write_text(leaky)
+    result = CliRunner().invoke(
+        app, ["convert", str(tmp_path / "leaky.yaml"), "-o", str(tmp_path / "out.yaml")]
+    )
+    assert result.exit_code == 0, result.output
+    written = (tmp_path / "out.yaml").read_text()
+    assert "LEAKED0123456789abcdef" not in written
+    assert "Your key <redacted> works." in written
