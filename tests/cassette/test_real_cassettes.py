@@ -149,11 +149,9 @@ def test_convert_refuses_to_overwrite(tmp_path: Path) -> None:
 
 
 def test_convert_writes_no_credential_found_in_a_recording(tmp_path: Path) -> None:
-    leaky = (
-        BUNDLED[0]
-        .read_text()
-        .replace("The command printed 42.", "Your key sk-proj-LEAKED0123456789abcdef works.")
-    )
+    echo = next(p for p in BUNDLED if p.name == "echo-42.yaml").read_text()
+    leaky = echo.replace("The command printed 42.", "Your key sk-proj-LEAKED0123456789abcdef works.")
+    assert leaky != echo
     (tmp_path / "leaky.yaml").write_text(leaky)
     result = CliRunner().invoke(
         app, ["convert", str(tmp_path / "leaky.yaml"), "-o", str(tmp_path / "out.yaml")]
