@@ -42,7 +42,7 @@ from sim.scenario.outline import outline
 from sim.scenario.player import PlayReport, Via, play_file
 from sim.server.serve import base_url, listen
 from sim.server.serve import serve as serve_scenario
-from sim.testing.campaign import ExampleRun, save_counterexample
+from sim.testing.campaign import ExampleRun, FuzzReport, save_counterexample
 from sim.testing.campaign import fuzz as fuzz_campaign
 from sim.testing.target import fuzz_target, load_target
 from sim.tools.shell import shell_tool
@@ -229,7 +229,7 @@ def replay(
 ) -> None:
     """Replay recorded sessions offline (no key, no network, no command run); compare with the recording."""
     files = _files(paths)
-    reports = asyncio.run(_replay_all(files))
+    reports = asyncio.run(_replay_all(files, progress=not as_json and len(files) >= PROGRESS_FROM_FILES))
     failed = [report for report in reports if not report.passed]
     if as_json:
         out.print_json(json.dumps([{**asdict(r), "passed": r.passed} for r in reports]))
@@ -249,13 +249,16 @@ def replay(
         raise typer.Exit(1)
 
 
-async def _replay_all(files: list[Path]) -> list[ReplayReport]:
+async def _replay_all(files: list[Path], *, progress: bool) -> list[ReplayReport]:
     reports = []
-    for path in files:
-        try:
-            reports.append(await replay_cassette(path))
-        except CassetteError as error:
-            reports.append(ReplayReport(str(path), None, None, None, 0, 0, (str(error),), ()))
+    with Progress(console=err, transient=True, disable=not progress or not err.is_terminal) as bar:
+        task = bar.add_task("replaying", total=len(files))
+        for path in files:
+            try:
+                reports.append(await replay_cassette(path))
+            except CassetteError as error:
+                reports.append(ReplayReport(str(path), None, None, None, 0, 0, (str(error),), ()))
+            bar.advance(task)
     return reports
 
 
@@ -479,38 +482,53 @@ def fuzz(
         str | None,
         typer.Option(help="Fuzz your own loop instead: MODULE:FUNC, called as FUNC(client, prompt)."),
     ] = None,
+    as_json: JsonFlag = False,
 ) -> None:
     """Fuzz the loop's invariants with hostile model behaviour; save the smallest failing scenario."""
     if examples < 1:
         raise _usage_error("--examples must be at least 1")
-    with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
-        task = bar.add_task("fuzzing", total=examples)
-        advance = partial(bar.advance, task)
-        if target is not None:
-            try:
-                function = load_target(target)
-            except ConfigurationError as error:
-                raise _usage_error(str(error)) from None
+    function = None
+    if target is not None:
+        try:
+            function = load_target(target)
+        except ConfigurationError as error:
+            raise _usage_error(str(error)) from None
+    with Progress(console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
+        advance = partial(bar.advance, bar.add_task("fuzzing", total=examples))
+        if function is not None:
             runs, scenario, violations = fuzz_target(function, examples=examples, seed=seed, on_run=advance)
-            saved = None
+            report = FuzzReport(runs=runs)
             if scenario is not None:
-                saved = save_counterexample(
-                    ExampleRun(scenario, RunEnding(None, None), violations), save, seed
-                )
-            out.print(f"{runs} runs of {target}", markup=False)
+                report.failure = ExampleRun(scenario, RunEnding(None, None), violations)
+                report.saved = save_counterexample(report.failure, save, seed)
         else:
             report = fuzz_campaign(examples=examples, seed=seed, via=via.value, save_dir=save, on_run=advance)
-            runs, saved = report.runs, report.saved
-            violations = report.failure.violations if report.failure else []
-            out.print(f"{runs} runs; outcomes: {_counts(report.outcomes)}", markup=False)
-            out.print(f"tool results: {_counts(report.error_codes)}", markup=False)
+    violations = report.failure.violations if report.failure else []
+    if as_json:
+        summary = {
+            "runs": report.runs,
+            "outcomes": dict(report.outcomes),
+            "tool_results": dict(report.error_codes),
+            "violations": [{"invariant": v.invariant, "detail": v.detail} for v in violations],
+            "saved": str(report.saved) if report.saved else None,
+        }
+        out.print_json(json.dumps(summary))
+    elif target is not None:
+        out.print(f"{report.runs} runs of {target}", markup=False)
+    else:
+        out.print(f"{report.runs} runs; outcomes: {_counts(report.outcomes)}", markup=False)
+        out.print(f"tool results: {_counts(report.error_codes)}", markup=False)
     if violations:
-        for violation in violations:
-            out.print(Text(f"! {violation}", style="red"))
-        if saved is not None:
-            out.print(f"smallest failing scenario: {saved} (sim play {saved} reproduces it)", markup=False)
+        if not as_json:
+            for violation in violations:
+                out.print(Text(f"! {violation}", style="red"))
+            again = f"sim serve {report.saved}, then your loop" if target else f"sim play {report.saved}"
+            out.print(f"smallest failing scenario: {report.saved} (to reproduce it: {again})", markup=False)
+                markup=False,
+            )
         raise typer.Exit(1)
-    out.print(Text("every invariant held", style="green"))
+    if not as_json:
+        out.print(Text("every invariant held", style="green"))
 
 
 def _counts(counter: Counter[str]) -> str:

@@ -127,3 +127,12 @@ class TestFuzz:
     def test_via_sdk(self) -> None:
         result = invoke("fuzz", "--examples", "30", "--via", "sdk")
         assert result.exit_code == 0, result.output
+
+
+def test_fuzz_json(tmp_path: Path) -> None:
+    result = invoke("fuzz", "--examples", "30", "--json", "--save", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["runs"] == 30
+    assert sum(summary["outcomes"].values()) == 30
+    assert (summary["violations"], summary["saved"]) == ([], None)
