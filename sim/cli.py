@@ -524,8 +524,6 @@ def fuzz(
                 out.print(Text(f"! {violation}", style="red"))
             again = f"sim serve {report.saved}, then your loop" if target else f"sim play {report.saved}"
             out.print(f"smallest failing scenario: {report.saved} (to reproduce it: {again})", markup=False)
-                markup=False,
-            )
         raise typer.Exit(1)
     if not as_json:
         out.print(Text("every invariant held", style="green"))
