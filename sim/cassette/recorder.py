@@ -47,17 +47,15 @@ def recording_vcr(persister: Any, record_mode: str = "all") -> vcr.VCR:
 
 
 def echoed_call_ids(exchanges: list[Exchange]) -> set[str]:
-    """Ids of tool calls whose results some recorded request sends back."""
-    echoed = set()
-    for exchange in exchanges:
-        try:
-            body = json.loads(exchange.request_body or b"")
-        except ValueError:
-            continue
-        for message in body.get("messages", []) if isinstance(body, dict) else []:
-            if isinstance(message, dict) and message.get("role") == "tool":
-                echoed.add(str(message.get("tool_call_id")))
-    return echoed
+    """Ids of tool calls whose results some recorded request sends back: those in the largest request,
+    since a run's history only grows (parsing every request would cost the square of the session)."""
+    largest = max(exchanges, key=lambda exchange: len(exchange.request_body or b""), default=None)
+    try:
+        body = json.loads(largest.request_body or b"") if largest else None
+    except ValueError:
+        return set()
+    messages = body.get("messages", []) if isinstance(body, dict) else []
+    return {str(m.get("tool_call_id")) for m in messages if isinstance(m, dict) and m.get("role") == "tool"}
 
 
 def record_run(

@@ -143,3 +143,18 @@ def test_written_files_follow_the_umask_and_leave_no_temporary(tmp_path: Path) -
     assert target.read_text() == "text\n"
     assert target.stat().st_mode & 0o777 == 0o666 & ~umask
     assert [p.name for p in target.parent.iterdir()] == ["out.yaml"]
+
+
+def test_echoed_call_ids_come_from_the_largest_request() -> None:
+    from sim.cassette.recorder import echoed_call_ids
+    from sim.cassette.writer import Exchange
+
+    def exchange(*tool_ids: str) -> Exchange:
+        messages = [{"role": "user", "content": "hi"}] + [
+            {"role": "tool", "tool_call_id": call_id, "content": "x"} for call_id in tool_ids
+        ]
+        body = json.dumps({"messages": messages}).encode()
+        return Exchange("POST", "http://x/v1/chat/completions", {}, body, 200, "OK", {}, b"{}")
+
+    assert echoed_call_ids([exchange(), exchange("a"), exchange("a", "b")]) == {"a", "b"}
+    assert echoed_call_ids([]) == set()
