@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -12,8 +11,8 @@ import vcr
 from vcr.persisters.filesystem import CassetteNotFoundError
 
 from sim.cassette.secrets import SECRET_HEADERS
-from sim.cassette.session import RecordedSession, RecordedTool
-from sim.cassette.writer import Exchange, exchanges_from_vcr, write_cassette
+from sim.cassette.session import RecordedSession, RecordedTool, echoed_results
+from sim.cassette.writer import exchanges_from_vcr, write_cassette
 from sim.core.events import RunEvent, ToolCallFinished
 from sim.core.loop import AgentRunner, RunEnding
 from sim.core.tools import ToolResult
@@ -44,18 +43,6 @@ def recording_vcr(persister: Any, record_mode: str = "all") -> vcr.VCR:
     )
     recorder.register_persister(persister)
     return recorder
-
-
-def echoed_call_ids(exchanges: list[Exchange]) -> set[str]:
-    """Ids of tool calls whose results some recorded request sends back: those in the largest request,
-    since a run's history only grows (parsing every request would cost the square of the session)."""
-    largest = max(exchanges, key=lambda exchange: len(exchange.request_body or b""), default=None)
-    try:
-        body = json.loads(largest.request_body or b"") if largest else None
-    except ValueError:
-        return set()
-    messages = body.get("messages", []) if isinstance(body, dict) else []
-    return {str(m.get("tool_call_id")) for m in messages if isinstance(m, dict) and m.get("role") == "tool"}
 
 
 def record_run(
@@ -90,7 +77,7 @@ def record_run(
     finally:
         runner.observer = watching
     exchanges = exchanges_from_vcr(persister.saved or {"requests": [], "responses": []})
-    echoed = echoed_call_ids(exchanges)
+    echoed = echoed_results(exchange.request_body for exchange in exchanges)
     session = RecordedSession(
         prompt=prompt,
         system_prompt=runner.system.content,

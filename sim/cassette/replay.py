@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from sim.adapters.openai_chat import OpenAIChatModel
 from sim.cassette.matching import canonical, describe_difference
 from sim.cassette.reader import Cassette, RecordedInteraction, read_cassette
-from sim.cassette.session import RecordedSession, result_from_text
+from sim.cassette.session import RecordedSession, echoed_results, result_from_text
 from sim.cassette.writer import without_layout
 from sim.core.approval import AllowAllApprover
 from sim.core.errors import CassetteError
@@ -49,7 +49,6 @@ class ReplayTransport(httpx2.AsyncBaseTransport):
             text = without_layout((request.body or b"").decode("utf-8", errors="replace"))
             self._exact[(request.method, request.path.rstrip("/"), text)].append(position)
         self._canonical: dict[_Key, deque[int]] | None = None
-        self.played: list[int] = []
         self._played: set[int] = set()
         self.problems: list[str] = []
 
@@ -79,7 +78,7 @@ class ReplayTransport(httpx2.AsyncBaseTransport):
         if position is None:
             position = self._take(self._canonical_index(), (method, path, canonical(body)))
         if position is None:
-            problem = f"turn {len(self.played) + 1}: {self._difference(body)}"
+            problem = f"turn {len(self._played) + 1}: {self._difference(body)}"
             self.problems.append(problem)
             error = {
                 "message": f"sim replay: {problem}",
@@ -88,7 +87,6 @@ class ReplayTransport(httpx2.AsyncBaseTransport):
                 "code": None,
             }
             return httpx2.Response(400, json={"error": error})
-        self.played.append(position)
         self._played.add(position)
         response = self.interactions[position].response
         kind = "text/event-stream" if response.is_event_stream else "application/json"
@@ -103,7 +101,7 @@ class ReplayTransport(httpx2.AsyncBaseTransport):
 
     def unplayed(self) -> int:
         """How many recorded interactions were never asked for."""
-        return len(self.interactions) - len(self.played)
+        return len(self.interactions) - len(self._played)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,15 +140,9 @@ def recorded_session(cassette: Cassette) -> RecordedSession:
 
 
 def recorded_results(session: RecordedSession, chats: Sequence[RecordedInteraction]) -> dict[str, ToolResult]:
-    """Every tool result of the recording: those the largest request echoes (a run's history only grows,
-    so it holds every earlier one), and those the `sim:` block keeps."""
-    largest = max(chats, key=lambda interaction: len(interaction.request.body or b""), default=None)
-    body = largest.request.json() if largest else None
-    results = {
-        str(message.get("tool_call_id")): result_from_text(str(message.get("content", "")))
-        for message in (body.get("messages", []) if isinstance(body, dict) else [])
-        if isinstance(message, dict) and message.get("role") == "tool"
-    }
+    """Every tool result of the recording: those the requests echo, and those the `sim:` block keeps."""
+    echoed = echoed_results(interaction.request.body for interaction in chats)
+    results = {call_id: result_from_text(text) for call_id, text in echoed.items()}
     results.update(session.tool_results)
     return results
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -49,3 +51,20 @@ def result_from_text(content: str) -> ToolResult:
     """A tool result as the model read it; `Error [code]: ...` is an error with that code."""
     found = _ERROR_TEXT.match(content)
     return ToolResult(content=content, is_error=bool(found), error_code=found.group(1) if found else None)
+
+
+def echoed_results(request_bodies: Iterable[bytes | None]) -> dict[str, str]:
+    """The tool results a session's requests send back, by call id: those in its largest request body
+    (a run's history only grows, so it holds every earlier one; parsing every body would cost the square
+    of the session)."""
+    largest = max(request_bodies, key=lambda body: len(body or b""), default=None)
+    try:
+        body = json.loads(largest) if largest else None
+    except ValueError:
+        return {}
+    messages = body.get("messages", []) if isinstance(body, dict) else []
+    return {
+        str(message.get("tool_call_id")): str(message.get("content", ""))
+        for message in messages
+        if isinstance(message, dict) and message.get("role") == "tool"
+    }

@@ -145,16 +145,16 @@ def test_written_files_follow_the_umask_and_leave_no_temporary(tmp_path: Path) -
     assert [p.name for p in target.parent.iterdir()] == ["out.yaml"]
 
 
-def test_echoed_call_ids_come_from_the_largest_request() -> None:
-    from sim.cassette.recorder import echoed_call_ids
-    from sim.cassette.writer import Exchange
+def test_echoed_results_come_from_the_largest_request() -> None:
+    from sim.cassette.session import echoed_results
 
-    def exchange(*tool_ids: str) -> Exchange:
+    def body(*tool_ids: str) -> bytes:
         messages = [{"role": "user", "content": "hi"}] + [
-            {"role": "tool", "tool_call_id": call_id, "content": "x"} for call_id in tool_ids
+            {"role": "tool", "tool_call_id": call_id, "content": f"result {call_id}"} for call_id in tool_ids
         ]
-        body = json.dumps({"messages": messages}).encode()
-        return Exchange("POST", "http://x/v1/chat/completions", {}, body, 200, "OK", {}, b"{}")
+        return json.dumps({"messages": messages}).encode()
 
-    assert echoed_call_ids([exchange(), exchange("a"), exchange("a", "b")]) == {"a", "b"}
-    assert echoed_call_ids([]) == set()
+    assert echoed_results([body(), body("a"), body("a", "b")]) == {"a": "result a", "b": "result b"}
+    assert set(echoed_results([body(), body("a"), body("a", "b")])) == {"a", "b"}
+    assert echoed_results([]) == {}
+    assert echoed_results([b"not json", None]) == {}
