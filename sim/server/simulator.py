@@ -117,9 +117,15 @@ class Simulator:
             return api_error(400, problem, code="sim_script_exhausted")
         self.requests.append(decoded)
         index = self.answered % len(self.steps)
-        spec, reply = self.steps[index]
         self.answered += 1
-        done = BackgroundTask(self.on_consumed) if self.on_consumed and self.consumed else None
+        response = await self._answer(index, decoded, body, number)
+        if self.on_consumed is not None and self.consumed:  # whatever the last answer was
+            response.background = BackgroundTask(self.on_consumed)
+        return response
+
+    async def _answer(self, index: int, decoded: ModelRequest, body: dict[str, Any], number: int) -> Response:
+        """The response to scripted reply `index`: an expectation failure, an error, or the reply."""
+        spec, reply = self.steps[index]
         if spec.expect_request is not None and not self.cycle:
             differences = check_request(f"replies[{index}].expect_request", spec.expect_request, decoded)
             if differences:
@@ -143,8 +149,7 @@ class Simulator:
             )
         if spec.malformed:
             broken = b'data: {"id": "chatcmpl-\n\n' if stream else b'{"id": "chatcmpl-'
-            kind = "text/event-stream" if stream else "application/json"
-            return Response(broken, media_type=kind, background=done)
+            return Response(broken, media_type="text/event-stream" if stream else "application/json")
         completion_id = f"chatcmpl-sim{number:06d}"
         if not stream:
             usage = estimate_usage(decoded, reply)
@@ -153,8 +158,8 @@ class Simulator:
             )
             if spec.cut_after_chunks is not None:  # not streamed: the body itself is cut short
                 encoded = json.dumps(wire).encode()
-                return Response(encoded[: len(encoded) // 2], media_type="application/json", background=done)
-            return JSONResponse(wire, background=done)
+                return Response(encoded[: len(encoded) // 2], media_type="application/json")
+            return JSONResponse(wire)
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         chunks = chunks_to_wire(
             reply,
@@ -164,7 +169,7 @@ class Simulator:
             usage=estimate_usage(decoded, reply) if include_usage else None,
         )
         return StreamingResponse(
-            _events(chunks, spec.cut_after_chunks, latency), media_type="text/event-stream", background=done
+            _events(chunks, spec.cut_after_chunks, latency), media_type="text/event-stream"
         )
 
 

@@ -154,3 +154,12 @@ def test_accepted_connections_have_nagle_off() -> None:
         return value
 
     assert asyncio.run(accept_one()) != 0
+
+
+def test_once_stops_when_the_last_reply_is_a_scripted_error(tmp_path: Path) -> None:
+    with served(SCENARIOS / "rate-limited.yaml", "--once") as (server, base_url):
+        done = sim_run(base_url, tmp_path, "Run `date`.")
+        assert done.returncode == 1
+        assert server.wait(timeout=20) == 0
+        assert server.stderr is not None
+        assert "served 2 requests; 2 replies sent" in server.stderr.read()
