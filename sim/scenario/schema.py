@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator,
 from sim.core.commands import DEFAULT_MAX_CHARS, DEFAULT_TIMEOUT_SECONDS
 from sim.core.model import FinishReason
 from sim.core.outcome import Outcome
+from sim.core.scripted import ScriptedCommand
 
 BuiltinTool = Literal["shell"]
 """The built-in tools a scenario can offer by name."""
@@ -115,6 +116,10 @@ class ScriptedCommandSpec(_Strict):
     exit_code: int = Field(0, description="Its exit code.")
     timed_out: bool = Field(False, description="Whether it ran past the timeout.")
     start_fails: bool = Field(False, description="Whether the shell could not even be started.")
+
+    def scripted(self) -> ScriptedCommand:
+        """The entry as the scripted command runner takes it."""
+        return ScriptedCommand(self.command, self.output, self.exit_code, self.timed_out, self.start_fails)
 
 
 class ShellSettings(_Strict):

@@ -1,4 +1,4 @@
-"""The scripted world of a scenario: its model, shell, approver and tools, all strict fakes."""
+"""The scripted world of a scenario: the model's script, its shell, approver and tools; all strict fakes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ from sim.core.messages import AssistantMessage, ToolCall
 from sim.core.model import ModelReply
 from sim.core.scripted import (
     ScriptedApprover,
-    ScriptedCommand,
     ScriptedCommandRunner,
     ScriptedHandlerFailure,
     ScriptedModel,
@@ -85,10 +84,7 @@ def unused_script(
 
 def build_world(scenario: Scenario) -> ScriptedWorld:
     """Strict fakes loaded with the scenario's script."""
-    commands = ScriptedCommandRunner(
-        ScriptedCommand(c.command, c.output, c.exit_code, c.timed_out, c.start_fails)
-        for c in scenario.commands
-    )
+    commands = ScriptedCommandRunner(c.scripted() for c in scenario.commands)
     approver: Approver
     if scenario.approvals == "allow":
         approver = AllowAllApprover()

@@ -69,10 +69,7 @@ class ScriptAnswers:
     def __init__(self, scenario: Scenario) -> None:
         self._scenario = scenario
         self._answers = iter(scenario.approvals) if isinstance(scenario.approvals, list) else None
-        self._commands = [
-            ScriptedCommand(c.command, c.output, c.exit_code, c.timed_out, c.start_fails)
-            for c in scenario.commands
-        ]
+        self._commands = [c.scripted() for c in scenario.commands]
 
     def approve(self, call_id: str) -> bool:
         if self._answers is None:
