@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from enum import StrEnum
 from functools import partial
 from importlib.metadata import version
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, ClassVar, Protocol, TypeVar
 
 import httpx2
 import typer
@@ -39,7 +39,7 @@ from sim.core.tools import ToolRegistry
 from sim.core.transcript import describe, turns
 from sim.scenario.loader import load_scenario, scenario_files
 from sim.scenario.outline import outline
-from sim.scenario.player import PlayReport, Via, play_file
+from sim.scenario.player import Via, play_file
 from sim.server.serve import base_url, listen
 from sim.server.serve import serve as serve_scenario
 from sim.testing.campaign import ExampleRun, FuzzReport, save_counterexample
@@ -114,42 +114,65 @@ def play(
     as_json: JsonFlag = False,
 ) -> None:
     """Run scenario files through the real loop with their scripted model and world."""
-    files = _files(paths)
-    progress = not as_json and len(files) >= PROGRESS_FROM_FILES
-    reports = asyncio.run(_play_all(files, progress=progress, via=via.value, stream=stream))
+    mode: Via = via.value
+    reports = _each(_files(paths), "playing", lambda path: play_file(path, via=mode, stream=stream), as_json)
+    _verdicts(reports, [f"{r.outcome}, {turns(r.turns)}" for r in reports], verbose, as_json)
+
+
+class _Report(Protocol):
+    """What `sim play` and `sim replay` report per file (dataclasses, so `asdict` gives their JSON)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def problems(self) -> tuple[str, ...]: ...
+    @property
+    def transcript(self) -> tuple[str, ...]: ...
+    @property
+    def passed(self) -> bool: ...
+
+
+_Done = TypeVar("_Done", bound=_Report)
+
+
+def _each(
+    files: list[Path], label: str, work: Callable[[Path], Awaitable[_Done]], as_json: bool
+) -> list[_Done]:
+    """`work` on each file in turn, with a progress bar on a terminal when there are many."""
+
+    async def all_of_them() -> list[_Done]:
+        quiet = as_json or len(files) < PROGRESS_FROM_FILES or not err.is_terminal
+        with Progress(console=err, transient=True, disable=quiet) as bar:
+            task = bar.add_task(label, total=len(files))
+            done = []
+            for path in files:
+                done.append(await work(path))
+                bar.advance(task)
+            return done
+
+    return asyncio.run(all_of_them())
+
+
+def _verdicts(reports: Sequence[_Report], details: list[str], verbose: bool, as_json: bool) -> None:
+    """PASS or FAIL per file (problems when failed, transcripts with `-v`), a summary; exit 1 on a failure."""
     failed = [report for report in reports if not report.passed]
     if as_json:
         out.print_json(json.dumps([{**asdict(r), "passed": r.passed} for r in reports]))
     else:
-        for report in reports:
-            _print_report(report, verbose)
+        for report, detail in zip(reports, details, strict=True):
+            if report.passed:
+                out.print(Text.assemble(("PASS ", "green"), report.path, (f" ({detail})", "dim")))
+            else:
+                out.print(Text.assemble(("FAIL ", "red"), report.path))
+            for line in report.problems if verbose or not report.passed else ():
+                out.print(f"  ! {line}", markup=False)
+            for line in report.transcript if verbose else ():
+                out.print(f"  {line}", markup=False)
         out.print(f"{len(reports) - len(failed)} passed, {len(failed)} failed")
     if failed:
         raise typer.Exit(1)
-
-
-async def _play_all(files: list[Path], *, progress: bool, via: Via, stream: bool) -> list[PlayReport]:
-    reports = []
-    with Progress(console=err, transient=True, disable=not progress or not err.is_terminal) as bar:
-        task = bar.add_task("playing", total=len(files))
-        for path in files:
-            reports.append(await play_file(path, via=via, stream=stream))
-            bar.advance(task)
-    return reports
-
-
-def _print_report(report: PlayReport, verbose: bool) -> None:
-    if report.passed:
-        detail = f"{report.outcome}, {turns(report.turns)}"
-        out.print(f"[green]PASS[/green] {report.path} [dim]({detail})[/dim]")
-    else:
-        out.print(f"[red]FAIL[/red] {report.path}")
-    if verbose or not report.passed:
-        for line in report.problems:
-            out.print(f"  ! {line}", markup=False)
-    if verbose:
-        for line in report.transcript:
-            out.print(f"  {line}", markup=False)
 
 
 @app.command()
@@ -162,8 +185,9 @@ def check(
     for path in _files(paths):
         if looks_like_cassette(path):
             try:
-                findings = [f.line(str(path)) for f in audit(read_cassette(path))]
-                serious = [line for line in findings if ": serious: " in line]
+                found = audit(read_cassette(path))
+                serious = any(finding.severity == "serious" for finding in found)
+                findings = [finding.line(str(path)) for finding in found]
                 results.append(
                     {"path": str(path), "kind": "cassette", "valid": not serious, "findings": findings}
                 )
@@ -228,38 +252,16 @@ def replay(
     as_json: JsonFlag = False,
 ) -> None:
     """Replay recorded sessions offline (no key, no network, no command run); compare with the recording."""
-    files = _files(paths)
-    reports = asyncio.run(_replay_all(files, progress=not as_json and len(files) >= PROGRESS_FROM_FILES))
-    failed = [report for report in reports if not report.passed]
-    if as_json:
-        out.print_json(json.dumps([{**asdict(r), "passed": r.passed} for r in reports]))
-    else:
-        for report in reports:
-            if report.passed:
-                detail = f"{report.outcome}, {turns(report.turns)}, {report.interactions} interactions"
-                out.print(f"[green]PASS[/green] {report.path} [dim]({detail})[/dim]")
-            else:
-                out.print(f"[red]FAIL[/red] {report.path}")
-            for line in report.problems if (verbose or not report.passed) else ():
-                out.print(f"  ! {line}", markup=False)
-            for line in report.transcript if verbose else ():
-                out.print(f"  {line}", markup=False)
-        out.print(f"{len(reports) - len(failed)} passed, {len(failed)} failed")
-    if failed:
-        raise typer.Exit(1)
+    reports = _each(_files(paths), "replaying", _replay_one, as_json)
+    details = [f"{r.outcome}, {turns(r.turns)}, {r.interactions} interactions" for r in reports]
+    _verdicts(reports, details, verbose, as_json)
 
 
-async def _replay_all(files: list[Path], *, progress: bool) -> list[ReplayReport]:
-    reports = []
-    with Progress(console=err, transient=True, disable=not progress or not err.is_terminal) as bar:
-        task = bar.add_task("replaying", total=len(files))
-        for path in files:
-            try:
-                reports.append(await replay_cassette(path))
-            except CassetteError as error:
-                reports.append(ReplayReport(str(path), None, None, None, 0, 0, (str(error),), ()))
-            bar.advance(task)
-    return reports
+async def _replay_one(path: Path) -> ReplayReport:
+    try:
+        return await replay_cassette(path)
+    except CassetteError as error:
+        return ReplayReport(str(path), None, None, None, 0, 0, (str(error),), ())
 
 
 @app.command()
