@@ -20,7 +20,7 @@ from sim.adapters.chat_wire import (
     REPLY_NOT_JSON,
     STREAM_CHUNK_NOT_JSON,
     RequestEncoder,
-    StreamAssembler,
+    reply_from_events,
     reply_from_wire,
 )
 from sim.core.checks import require_positive_int, require_text
@@ -105,13 +105,11 @@ class OpenAIChatModel:
                     stream=True,
                     stream_cls=AsyncStream[dict[str, Any]],
                 )
-                assembler = StreamAssembler()
                 try:
-                    async for chunk in chunks:
-                        assembler.feed(chunk)
+                    events = [chunk async for chunk in chunks]
                 except ValueError as error:
                     raise ModelReplyError(STREAM_CHUNK_NOT_JSON) from error
-                return reply_from_wire(assembler.completion())
+                return reply_from_events(events)
             response = await self.client.post(
                 "/chat/completions", cast_to=httpx2.Response, content=body, options=options
             )
