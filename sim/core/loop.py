@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ParamSpec
@@ -64,6 +64,21 @@ class RunEnding:
     result: RunResult | None
     error: AgentError | None
 
+    @classmethod
+    async def settle(cls, run: Awaitable[RunResult]) -> RunEnding:
+        """Await a run (any loop's `run(prompt)`), keeping the `AgentError` it raises instead of raising."""
+        try:
+            return cls(await run, None)
+        except AgentError as error:
+            return cls(None, error)
+
+    @property
+    def history(self) -> tuple[ChatMessage, ...]:
+        """The history the run left: its result's, or the one its error carries."""
+        if self.result is not None:
+            return self.result.history
+        return self.error.history if self.error is not None else ()
+
     @property
     def final_text(self) -> str | None:
         """The final answer, when there is one."""
@@ -113,10 +128,7 @@ class AgentRunner:
 
     async def run_to_end(self, prompt: str) -> RunEnding:
         """`run`, returning the `AgentError` it raised instead of raising it."""
-        try:
-            return RunEnding(await self.run(prompt), None)
-        except AgentError as error:
-            return RunEnding(None, error)
+        return await RunEnding.settle(self.run(prompt))
 
     def run_sync(self, prompt: str) -> RunResult:
         """`run` for code that has no event loop."""

@@ -19,7 +19,6 @@ from hypothesis import seed as hypothesis_seed
 
 from sim.cassette.session import result_from_text
 from sim.cassette.writer import to_yaml, write_atomically
-from sim.core.errors import AgentError
 from sim.core.loop import DEFAULT_SYSTEM_PROMPT, AgentRunner, RunEnding
 from sim.core.messages import ToolMessage
 from sim.core.scripted import ScriptedApprover
@@ -58,10 +57,7 @@ async def run_example(
         system_prompt=scenario.system_prompt or DEFAULT_SYSTEM_PROMPT,
         max_turns=scenario.max_turns,
     )
-    try:
-        ending = RunEnding(await runner.run(scenario.prompt), None)
-    except AgentError as error:
-        ending = RunEnding(None, error)
+    ending = await RunEnding.settle(runner.run(scenario.prompt))
     approver = world.approver
     violations = check_run(
         scenario,
@@ -141,12 +137,7 @@ def tally(report: FuzzReport, run: ExampleRun) -> None:
     """Count the run's outcome and the error codes its tool results carry."""
     report.runs += 1
     report.outcomes[run.ending.outcome] += 1
-    history = (
-        run.ending.result.history
-        if run.ending.result
-        else (run.ending.error.history if run.ending.error else ())
-    )
-    for message in history:
+    for message in run.ending.history:
         if isinstance(message, ToolMessage):
             report.error_codes[result_from_text(message.content).error_code or "ok"] += 1
 

@@ -65,12 +65,6 @@ def check_requests(requests: Sequence[ModelRequest]) -> list[Violation]:
     return found
 
 
-def _history(ending: RunEnding) -> tuple[ChatMessage, ...]:
-    if ending.result is not None:
-        return ending.result.history
-    return ending.error.history if ending.error is not None else ()
-
-
 def check_run(
     scenario: Scenario,
     expected: Expected,
@@ -91,7 +85,7 @@ def check_run(
     if ending.outcome != expected.outcome:
         because = f" ({ending.error})" if ending.error else ""
         found.append(Violation("outcome", f"expected {expected.outcome}, got {ending.outcome}{because}"))
-    history = _history(ending)
+    history = ending.history
     found += _history_on_error(ending.error, history, scenario.prompt)
     if (
         requests

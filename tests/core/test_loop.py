@@ -397,8 +397,10 @@ def test_run_to_end_returns_the_error_instead_of_raising() -> None:
     runner, _ = runner_for([ModelReply.final("done")])
     ending = asyncio.run(runner.run_to_end("go"))
     assert (ending.outcome, ending.final_text, ending.turns, ending.error) == ("completed", "done", 1, None)
+    assert ending.history == (UserMessage(content="go"), AssistantMessage(content="done"))
     runner, _ = runner_for([ModelReply.final(None)])
     ending = asyncio.run(runner.run_to_end("go"))
     assert ending.result is None
     assert (ending.outcome, ending.final_text, ending.turns) == ("no_final_text", None, 1)
     assert isinstance(ending.error, AgentRunError)
+    assert ending.history == (UserMessage(content="go"), AssistantMessage(content=None))
