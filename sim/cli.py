@@ -28,7 +28,8 @@ from sim.cassette.outline import outline as cassette_outline
 from sim.cassette.reader import looks_like_cassette, read_cassette
 from sim.cassette.recorder import record_run
 from sim.cassette.replay import ReplayReport, replay_cassette
-from sim.cassette.secrets import scrub
+from sim.cassette.scrubbing import Scrubber
+from sim.cassette.secrets import require_scrubbable
 from sim.cassette.writer import to_yaml, write_atomically
 from sim.core.approval import AllowAllApprover, Approver, DenyAllApprover, TerminalApprover
 from sim.core.errors import AgentError, CassetteError, ConfigurationError, ScenarioError
@@ -286,7 +287,7 @@ def convert(
         raise _usage_error(f"exists: {', '.join(map(str, existing))} (use --force to overwrite)")
     for target, conversation in zip(targets, found, strict=True):
         data = scenario_data(conversation, name=target.stem, source=cassette.name)
-        write_atomically(target, scrub(to_yaml(data), ()))  # other people's recordings may hold credentials
+        write_atomically(target, to_yaml(Scrubber().value(data)))  # others' recordings may hold credentials
         out.print(f"wrote {target} ({len(conversation.exchanges)} replies)", markup=False)
 
 
@@ -330,8 +331,8 @@ def run(
     as_json: JsonFlag = False,
 ) -> None:
     """Run the agent loop live against OPENAI_BASE_URL / OPENAI_API_KEY / OPENAI_MODEL (env or .env)."""
-    _, runner = _live_runner(max_turns, workspace, approve, stream, max_completion_tokens, as_json)
-    _report(runner, asyncio.run(runner.run_to_end(prompt)), as_json)
+    settings, runner = _live_runner(max_turns, workspace, approve, stream, max_completion_tokens, as_json)
+    _report(runner, asyncio.run(runner.run_to_end(prompt)), as_json, Scrubber(settings.secrets))
 
 
 @app.command()
@@ -350,6 +351,11 @@ def record(
     if cassette.exists() and not force:
         raise _usage_error(f"cassette exists: {cassette} (use --force to overwrite it)")
     settings, runner = _live_runner(max_turns, workspace, approve, stream, max_completion_tokens, as_json)
+    scrubber = Scrubber(settings.secrets)
+    try:
+        require_scrubbable("OPENAI_API_KEY", settings.api_key)
+    except ConfigurationError as error:
+        raise _usage_error(str(error)) from None
     try:
         ending = record_run(
             cassette,
@@ -358,14 +364,14 @@ def record(
             model=settings.model,
             stream=stream,
             max_completion_tokens=max_completion_tokens,
-            secrets=(settings.api_key,),
+            secrets=settings.secrets,
         )
     except CassetteError as failure:
-        err.print(f"error: {failure}", markup=False)
+        err.print(f"error: {scrubber.text(str(failure))}", markup=False)
         raise typer.Exit(1) from None
     if not as_json:
         err.print(f"recorded {cassette}", markup=False)
-    _report(runner, ending, as_json)
+    _report(runner, ending, as_json, scrubber)
 
 
 def _live_runner(
@@ -417,8 +423,8 @@ def _print_event(event: RunEvent) -> None:
         out.print(Text(line, style=_style(line)))
 
 
-def _report(runner: AgentRunner, ending: RunEnding, as_json: bool) -> None:
-    """Print how a live run ended, and exit 1 when it failed."""
+def _report(runner: AgentRunner, ending: RunEnding, as_json: bool, scrubber: Scrubber) -> None:
+    """Print how a live run ended, and exit 1 when it failed; no key is ever shown, whatever the error."""
     error, final_text = ending.error, ending.final_text
     if as_json:
         report: dict[str, Any] = {
@@ -428,11 +434,12 @@ def _report(runner: AgentRunner, ending: RunEnding, as_json: bool) -> None:
             "error": str(error) if error else None,
             "history": CHAT_MESSAGES.dump_python(list(runner.history), mode="json"),
         }
-        out.print_json(json.dumps(report))
+        out.print_json(json.dumps(scrubber.value(report)))
     elif final_text is not None:
         out.print(final_text, markup=False)
     if error is not None:
-        err.print(f"error: {ending.outcome}: {error}", markup=False)
+        outcome = "" if ending.outcome == "error" else f"{ending.outcome}: "
+        err.print(f"error: {outcome}{scrubber.text(str(error))}", markup=False)
         raise typer.Exit(2 if isinstance(error, ConfigurationError) else 1)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
 from sim.core.errors import MessageContractError, ModelReplyError
@@ -328,6 +328,29 @@ def tools_from_wire(raw_tools: Any) -> tuple[ToolSpec, ...]:
     if not isinstance(raw_tools, list):
         raise _bad("tools", "must be an array")
     return tuple(_tool_spec_from_wire(raw, f"tools[{index}]") for index, raw in enumerate(raw_tools))
+
+
+StreamText = tuple[Hashable, dict[str, Any], str]
+"""Where one event holds a piece of streamed text: which text it belongs to, the object, and its key."""
+
+
+def stream_text_pieces(event: Any) -> Iterator[StreamText]:
+    """The pieces of text a `chat.completion.chunk` streams: per choice its content and refusal, per tool
+    call its arguments. Joined in order they are what the reply says (secrets are looked for there)."""
+    if not isinstance(event, Mapping):
+        return
+    for choice in event.get("choices") or []:
+        delta = choice.get("delta") if isinstance(choice, Mapping) else None
+        if not isinstance(delta, dict):
+            continue
+        which = choice.get("index", 0)
+        for field in ("content", "refusal"):
+            if isinstance(delta.get(field), str):
+                yield (which, field), delta, field
+        for call in delta.get("tool_calls") or []:
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if isinstance(function, dict) and isinstance(function.get("arguments"), str):
+                yield (which, "tool_call", str(call.get("index", 0))), function, "arguments"
 
 
 def reply_from_events(events: Sequence[Any]) -> ModelReply:

@@ -21,11 +21,22 @@ class _Sources(BaseSettings):
     openai_base_url: str | None = None
     openai_api_key: str | None = None
     openai_model: str | None = None
+    openai_org_id: str | None = None
+    openai_project_id: str | None = None
 
 
 def mask(secret: str) -> str:
     """A secret as it may be shown: its first three characters and its length, never the rest."""
     return f"{secret[:3]}…({len(secret)} chars)" if len(secret) > 6 else "***"
+
+
+def _require_header_safe(name: str, secret: str) -> None:
+    """`ConfigurationError` when `secret` cannot travel in an HTTP header; the message never shows it."""
+    if not secret.isascii() or any(not 0x21 <= ord(char) <= 0x7E for char in secret):
+        raise ConfigurationError(
+            f"{name} holds a space, a control character (a line break?) or a non-ASCII character,"
+            " which no HTTP header can carry"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +46,8 @@ class Settings:
     base_url: str
     api_key: str
     model: str
+    account_ids: tuple[str, ...] = ()
+    """OPENAI_ORG_ID and OPENAI_PROJECT_ID when set (the SDK sends them): secrets too."""
 
     def __repr__(self) -> str:
         return f"Settings(base_url={self.base_url!r}, api_key={mask(self.api_key)!r}, model={self.model!r})"
@@ -54,9 +67,22 @@ class Settings:
         base_url = values["OPENAI_BASE_URL"]
         if urlsplit(base_url).scheme not in ("http", "https") or not urlsplit(base_url).netloc:
             raise ConfigurationError(f"OPENAI_BASE_URL must be an http(s) URL, not {base_url!r}")
+        try:
+            urlsplit(base_url).port  # noqa: B018 - reading it checks it
+        except ValueError:
+            raise ConfigurationError(
+                f"OPENAI_BASE_URL has a port out of range (0-65535): {base_url!r}"
+            ) from None
+        _require_header_safe("OPENAI_API_KEY", values["OPENAI_API_KEY"])
         if base_url.rstrip("/").endswith("/chat/completions"):
             raise ConfigurationError(
                 "OPENAI_BASE_URL must not end in /chat/completions (the SDK appends it): "
                 f"use {base_url.rstrip('/').removesuffix('/chat/completions')!r}"
             )
-        return cls(base_url, values["OPENAI_API_KEY"], values["OPENAI_MODEL"])
+        ids = tuple(i.strip() for i in (sources.openai_org_id, sources.openai_project_id) if i and i.strip())
+        return cls(base_url, values["OPENAI_API_KEY"], values["OPENAI_MODEL"], ids)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Everything that must never be written or shown: the key and the account ids."""
+        return (self.api_key, *self.account_ids)

@@ -7,6 +7,7 @@ from typing import Literal
 
 from sim.cassette.conversations import HttpFailure, conversations
 from sim.cassette.reader import Cassette, RecordedInteraction
+from sim.cassette.scrubbing import credentials_in_body
 from sim.cassette.secrets import SECRET_HEADERS, credentials_in, is_placeholder
 from sim.core.errors import MessageContractError
 from sim.core.messages import validate_pairing
@@ -76,11 +77,10 @@ def _secrets(interaction: RecordedInteraction) -> list[Finding]:
                 )
             else:
                 found.append(Finding(interaction.index, "serious", f"{side} header {name} is recorded"))
-        text = " ".join(value for values in headers.values() for value in values)
-        text += " " + interaction.request.uri + " " + body.decode("utf-8", errors="replace")
-        found += [
-            Finding(interaction.index, "serious", f"{kind} in the {side}") for kind in credentials_in(text)
-        ]
+        kinds = [kind for values in headers.values() for value in values for kind in credentials_in(value)]
+        kinds += credentials_in(interaction.request.uri) if side == "request" else []
+        kinds += credentials_in_body(body.decode("utf-8", errors="replace"))
+        found += [Finding(interaction.index, "serious", f"{kind} in the {side}") for kind in kinds]
     return list(dict.fromkeys(found))
 
 

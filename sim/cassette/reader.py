@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 import zlib
@@ -16,9 +15,17 @@ from urllib.parse import urlsplit
 import yaml
 
 from sim.core.errors import CassetteError
+from sim.core.json_text import loads
 from sim.scenario.yaml_source import YamlLoader
 
 _GZIP_MAGIC = b"\x1f\x8b"
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def sse_lines(text: str) -> list[str]:
+    """The lines of an event stream, split on `\\n`, `\\r\\n` and `\\r` only, as the SDK splits them
+    (`str.splitlines` would also split text holding U+2028 or U+0085)."""
+    return _LINE_BREAK.split(text)
 
 
 class _CassetteLoader(YamlLoader):
@@ -67,13 +74,36 @@ def _body_bytes(raw: Any) -> bytes | None:
     return json.dumps(raw, ensure_ascii=False).encode("utf-8")
 
 
+MAX_BODY_BYTES = 64 * 1024 * 1024
+"""The largest body sim decompresses (a gzip bomb stops there); real bodies are a small part of it."""
+
+
+class BodyTooLarge(ValueError):
+    """A compressed body that unpacks to more than `MAX_BODY_BYTES`."""
+
+    def __init__(self) -> None:
+        super().__init__(f"the body decompresses to more than {MAX_BODY_BYTES // (1024 * 1024)} MiB")
+
+
+def _inflate(body: bytes, wbits: int) -> bytes:
+    inflater = zlib.decompressobj(wbits)
+    data = inflater.decompress(body, MAX_BODY_BYTES)
+    if inflater.unconsumed_tail:
+        raise BodyTooLarge()
+    return data + inflater.flush()
+
+
 def decompress(body: bytes) -> bytes:
-    """`body` unzipped when it is gzip or zlib data (whatever the headers claim); else as it is."""
+    """`body` unzipped when it is gzip or zlib data (whatever the headers claim), else as it is;
+    `BodyTooLarge` past `MAX_BODY_BYTES`, and a gzip body that is not whole is `OSError`."""
     if body.startswith(_GZIP_MAGIC):
-        return gzip.decompress(body)
+        try:
+            return _inflate(body, 16 + zlib.MAX_WBITS)
+        except zlib.error as error:
+            raise OSError(f"the gzip body is damaged: {error}") from None
     if body[:1] == b"\x78":
         try:
-            return zlib.decompress(body)
+            return _inflate(body, zlib.MAX_WBITS)
         except zlib.error:
             return body
     return body
@@ -124,11 +154,11 @@ class RecordedResponse:
     def events(self) -> list[Any]:
         """The JSON payload of each `data:` event of a stream, without the closing `[DONE]`."""
         payloads = []
-        for line in self.body.decode("utf-8", errors="replace").splitlines():
+        for line in sse_lines(self.body.decode("utf-8", errors="replace")):
             if line.startswith("data:"):
                 data = line[5:].strip()
                 if data and data != "[DONE]":
-                    payloads.append(json.loads(data))
+                    payloads.append(loads(data))
         return payloads
 
 
@@ -210,7 +240,7 @@ def _json_or_none(body: bytes | None) -> Any:
     if not body:
         return None
     try:
-        return json.loads(body)
+        return loads(body)
     except ValueError:
         return None
 

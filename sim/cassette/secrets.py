@@ -1,8 +1,12 @@
-"""What counts as a secret in an HTTP exchange: headers never written, text that looks like a credential."""
+"""What counts as a secret in an HTTP exchange: headers never written, text that looks like a credential,
+the live key as a token, and the placeholders other projects leave where a secret was."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+
+from sim.core.errors import ConfigurationError
 
 SECRET_HEADERS: frozenset[str] = frozenset(
     {
@@ -23,33 +27,83 @@ STALE_HEADERS: frozenset[str] = frozenset({"content-length", "content-encoding",
 
 REDACTED = "<redacted>"
 
+MIN_KEY_CHARS = 8
+"""The shortest key sim records with: a shorter one would be found inside ordinary words and numbers."""
+
+# A credential starts where no letter or digit stands before it: after a quote, a space or a line break
+# of decoded text alike (`\b` fails after JSON's `\n`, whose `n` is a word character).
+_START = r"(?<![A-Za-z0-9])"
+
 CREDENTIAL_PATTERNS: dict[str, re.Pattern[str]] = {
-    "API key": re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}"),
-    "bearer token": re.compile(r"\bBearer\s+[A-Za-z0-9_\-.=]{12,}"),
-    "organization id": re.compile(r"\borg-[A-Za-z0-9]{12,}"),
-    "project id": re.compile(r"\bproj_[A-Za-z0-9]{12,}"),
+    "API key": re.compile(_START + r"sk-[A-Za-z0-9_\-]{16,}"),
+    "bearer token": re.compile(_START + r"Bearer\s+[A-Za-z0-9_\-.=]{12,}"),
+    "organization id": re.compile(_START + r"org-[A-Za-z0-9]{12,}"),
+    "project id": re.compile(_START + r"proj_[A-Za-z0-9]{12,}"),
 }
-"""Text that looks like a credential or an account id, by kind."""
+"""Text that looks like a credential or an account id, by kind (match it in decoded text)."""
+
+_TOKEN_CHARS = r"A-Za-z0-9_\-"
 
 
-def scrub(text: str, secrets: tuple[str, ...]) -> str:
-    """`text` with every known secret and anything that looks like a credential replaced."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, REDACTED)
+def require_scrubbable(name: str, key: str) -> None:
+    """`ConfigurationError` (never showing the key) when `key` is too short to be scrubbed safely."""
+    if len(key) < MIN_KEY_CHARS:
+        raise ConfigurationError(
+            f"{name} has {len(key)} characters: sim records only with keys of at least {MIN_KEY_CHARS},"
+            " since a shorter one cannot be told apart from ordinary text (a local endpoint takes any"
+            " longer placeholder)"
+        )
+
+
+def known_secrets_pattern(secrets: Iterable[str]) -> re.Pattern[str] | None:
+    """A pattern matching each of `secrets` as a whole token (never inside a longer word or number)."""
+    kept = sorted({secret for secret in secrets if secret}, key=len, reverse=True)
+    if not kept:
+        return None
+    alternatives = "|".join(re.escape(secret) for secret in kept)
+    return re.compile(f"(?<![{_TOKEN_CHARS}])(?:{alternatives})(?![{_TOKEN_CHARS}])")
+
+
+def scrub_text(text: str, known: re.Pattern[str] | None) -> str:
+    """`text` (decoded) with the known secrets and anything that looks like a credential replaced."""
+    if known is not None:
+        text = known.sub(REDACTED, text)
     for pattern in CREDENTIAL_PATTERNS.values():
         text = pattern.sub(REDACTED, text)
     return text
 
 
 def credentials_in(text: str) -> list[str]:
-    """The kinds of credential that appear in `text`."""
+    """The kinds of credential that appear in `text` (decoded)."""
     return [kind for kind, pattern in CREDENTIAL_PATTERNS.items() if pattern.search(text)]
 
 
-_PLACEHOLDER = re.compile(r"^(bearer\s+)?(<[^>]*>|\*+|x+|dummy|redacted|filtered|none|null|)$", re.IGNORECASE)
+_PLACEHOLDER_WORDS = frozenset(
+    {"dummy", "fake", "test", "testing", "placeholder", "example", "redacted", "filtered", "scrubbed",
+     "masked", "hidden", "removed", "none", "null", "secret", "key", "token", "mock", "sample"}
+)  # fmt: skip
+_WORDS = re.compile(r"[A-Za-z]+|\d+")
+_STARS = re.compile(r"^\**$")
+_XS = re.compile(r"^x{3,}$", re.IGNORECASE)
 
 
 def is_placeholder(value: str) -> bool:
-    """Whether a header value is a stand-in (`<filtered>`, `***`, `Bearer <KEY>`...), not a secret."""
-    return bool(_PLACEHOLDER.match(value.strip()))
+    """Whether a header value is a stand-in (`<filtered>`, `***`, `AUTHORIZATION-XXX`, `Bearer dummy`...),
+    not a secret; a value shaped like a real credential or account id never is."""
+    text = value.strip()
+    text = re.sub(r"^(bearer|basic)\s+", "", text, flags=re.IGNORECASE)
+    if credentials_in(text):
+        return False
+    if _STARS.match(text) or (text.startswith("<") and text.endswith(">")):
+        return True
+    words = _WORDS.findall(text)
+    if any(_XS.match(word) for word in words):
+        return True
+    # Made of plain words (`test_openai_api_key`, `REDACTED`, `fake-key`): no random part, so no secret.
+    lowered = [word.lower() for word in words if not word.isdigit()]
+    return bool(lowered) and any(word in _PLACEHOLDER_WORDS for word in lowered) and _looks_worded(text)
+
+
+def _looks_worded(text: str) -> bool:
+    """Whether `text` is made of short dictionary-like words rather than a long random run."""
+    return all(len(run) <= 16 for run in re.findall(r"[A-Za-z0-9]+", text))

@@ -14,7 +14,7 @@ from vcr.serialize import deserialize
 from vcr.serializers import yamlserializer
 
 from sim.cassette.matching import canonical, describe_difference
-from sim.cassette.secrets import SECRET_HEADERS
+from sim.cassette.secrets import MIN_KEY_CHARS, SECRET_HEADERS
 from sim.cassette.writer import exchanges_from_vcr, write_cassette
 
 RECORD_MODES = ("none", "once", "all")
@@ -54,6 +54,8 @@ def sim_vcr(record_mode: str = "none", secrets: tuple[str, ...] | None = None) -
     if record_mode not in RECORD_MODES:
         raise ValueError(f"record mode must be one of {', '.join(RECORD_MODES)}, not {record_mode!r}")
     known = secrets if secrets is not None else (os.environ.get("OPENAI_API_KEY", ""),)
+    # a key too short to scrub safely cannot be a real one (and would be found inside ordinary text)
+    known = tuple(secret for secret in known if len(secret) >= MIN_KEY_CHARS)
     recorder = vcr.VCR(
         record_mode=record_mode,
         decode_compressed_response=True,
@@ -62,5 +64,5 @@ def sim_vcr(record_mode: str = "none", secrets: tuple[str, ...] | None = None) -
         match_on=("method", "path", "canonical_body"),
     )
     recorder.register_matcher("canonical_body", canonical_body)
-    recorder.register_persister(SimPersister(tuple(s for s in known if s)))
+    recorder.register_persister(SimPersister(known))
     return recorder

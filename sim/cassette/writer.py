@@ -13,8 +13,10 @@ from typing import Any
 import yaml
 
 from sim.cassette.reader import decompress
-from sim.cassette.secrets import SECRET_HEADERS, STALE_HEADERS, scrub
+from sim.cassette.scrubbing import Scrubber, is_event_stream_text
+from sim.cassette.secrets import SECRET_HEADERS, STALE_HEADERS
 from sim.core.errors import CassetteError
+from sim.core.json_text import loads
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,13 +60,15 @@ def _bytes(value: Any) -> bytes:
     return value.encode() if isinstance(value, str) else bytes(value or b"")
 
 
-def readable(body: bytes) -> str:
-    """A body as text a person can read: decompressed, JSON laid out by `json_lines`, else UTF-8."""
+def readable(body: bytes, scrubber: Scrubber) -> str:
+    """A body as text a person can read, scrubbed: decompressed, JSON laid out by `json_lines`, an event
+    stream scrubbed as whole streamed texts, else UTF-8."""
     raw = decompress(body)
     try:
-        return json_lines(json.loads(raw))
+        return json_lines(scrubber.value(loads(raw)))
     except ValueError:
-        return raw.decode("utf-8", errors="replace")
+        text = raw.decode("utf-8", errors="replace")
+        return scrubber.stream(text) if is_event_stream_text(text) else scrubber.text(text)
 
 
 def _compact(value: Any) -> str:
@@ -94,12 +98,12 @@ def without_layout(text: str) -> str:
     return "".join(line.strip() for line in text.split("\n")) if "\n" in text else text
 
 
-def _headers(headers: Mapping[str, list[str]], secrets: tuple[str, ...]) -> dict[str, list[str]]:
+def _headers(headers: Mapping[str, list[str]], scrubber: Scrubber) -> dict[str, list[str]]:
     kept = {}
     for name, values in headers.items():
         lowered = name.lower()
         if lowered not in SECRET_HEADERS and lowered not in STALE_HEADERS:
-            kept[name] = [scrub(value, secrets) for value in values]
+            kept[name] = [scrubber.text(value) for value in values]
     return kept
 
 
@@ -107,25 +111,27 @@ def cassette_data(
     exchanges: Iterable[Exchange], *, sim: Mapping[str, Any] | None, secrets: tuple[str, ...]
 ) -> dict[str, Any]:
     """The cassette as data: vcrpy's layout, bodies readable, secrets gone, and the `sim:` block if any."""
+    scrubber = Scrubber(secrets)
     interactions = []
-    for exchange in exchanges:
-        request: dict[str, Any] = {
-            "body": None
-            if exchange.request_body is None
-            else scrub(readable(exchange.request_body), secrets),
-            "headers": _headers(exchange.request_headers, secrets),
-            "method": exchange.method,
-            "uri": scrub(exchange.uri, secrets),
-        }
-        response = {
-            "body": {"string": scrub(readable(exchange.response_body), secrets)},
-            "headers": _headers(exchange.response_headers, secrets),
-            "status": {"code": exchange.status, "message": exchange.reason},
-        }
+    for number, exchange in enumerate(exchanges):
+        try:
+            request: dict[str, Any] = {
+                "body": None if exchange.request_body is None else readable(exchange.request_body, scrubber),
+                "headers": _headers(exchange.request_headers, scrubber),
+                "method": exchange.method,
+                "uri": scrubber.text(exchange.uri),
+            }
+            response = {
+                "body": {"string": readable(exchange.response_body, scrubber)},
+                "headers": _headers(exchange.response_headers, scrubber),
+                "status": {"code": exchange.status, "message": exchange.reason},
+            }
+        except (ValueError, OSError) as error:
+            raise CassetteError(f"interaction {number}: cannot be written: {error}") from None
         interactions.append({"request": request, "response": response})
     data: dict[str, Any] = {"interactions": interactions}
     if sim is not None:
-        data["sim"] = json.loads(scrub(json.dumps(sim, ensure_ascii=False), secrets))
+        data["sim"] = scrubber.value(dict(sim))
     data["version"] = 1
     return data
 
@@ -177,6 +183,6 @@ def write_cassette(
 ) -> None:
     """Write a cassette atomically; `CassetteError` (and no file) if a known secret would be written."""
     text = to_yaml(cassette_data(exchanges, sim=sim, secrets=secrets))
-    if any(secret and secret in text for secret in secrets):
+    if Scrubber(secrets).holds_secret(text):
         raise CassetteError(f"{path}: refusing to write a cassette that still holds a secret")
     write_atomically(path, text)

@@ -199,3 +199,62 @@ def test_replay_cli_fails_on_a_mismatch(tmp_path: Path) -> None:
     assert done.returncode == 1
     recorded = "Run `echo 42` and tell me the result."
     assert f'turn 1: messages[1].content: recorded "{recorded}" != now "Something else."' in done.stdout
+
+
+def test_a_streamed_reply_echoing_the_secrets_is_recorded_without_them(tmp_path: Path) -> None:
+    said = f"Your key is {KEY}\n{ORG}\n{PROJECT}"  # pieces of eight characters: no chunk holds a whole one
+    echo = tmp_path / "echo-key.yaml"
+    echo.write_text(yaml.safe_dump({"prompt": "p", "replies": [{"content": said}]}))
+    cassette = tmp_path / "streamed.yaml"
+    with served(echo) as base_url:
+        done = record(base_url, cassette, tmp_path, "What is my key?", "--stream", "--approve", "never")
+    assert done.returncode == 0, done.stderr
+    text = cassette.read_text()
+    for secret in (KEY, ORG, PROJECT, KEY[3:], ORG[4:], PROJECT[5:]):
+        assert secret not in text
+    check = subprocess.run([*SIM, "check", str(cassette)], capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0, check.stdout
+
+
+@pytest.mark.parametrize("key", ["42", "x", "sim"])
+def test_a_key_too_short_to_scrub_is_refused_before_the_session(tmp_path: Path, key: str) -> None:
+    cassette = tmp_path / "short.yaml"
+    with served(ROOT / "scenarios" / "echo-42.yaml") as base_url:
+        done = subprocess.run(
+            [*SIM, "record", str(cassette), "--prompt", "p", "--approve", "always"],
+            env={**environment(base_url), "OPENAI_API_KEY": key},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        served_before = subprocess.run(  # the script is untouched: its first reply is still there
+            [*SIM, "record", str(tmp_path / "ok.yaml"), "--prompt", "Run `echo 42` and tell me the result.",
+             "--approve", "always"],
+            env=environment(base_url), capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: OPENAI_API_KEY has {len(key)} characters")
+    assert not cassette.exists()
+    assert served_before.returncode == 0, served_before.stderr
+
+
+@pytest.mark.parametrize("command", ["run", "record"])
+@pytest.mark.parametrize("as_json", [False, True], ids=["text", "json"])
+def test_a_key_holding_a_line_break_is_never_shown(tmp_path: Path, command: str, as_json: bool) -> None:
+    key = "sk-NEWLINE-key-abcdef\nx"
+    target = [str(tmp_path / "c.yaml")] if command == "record" else []
+    done = subprocess.run(
+        [*SIM, command, *target, "--prompt", "p", *(["--json"] if as_json else [])],
+        env={**environment("http://127.0.0.1:9/v1"), "OPENAI_API_KEY": key},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert "NEWLINE" not in done.stdout + done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "error: OPENAI_API_KEY holds a space, a control character (a line break?) or a non-ASCII"
+        " character, which no HTTP header can carry"
+    ]

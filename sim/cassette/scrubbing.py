@@ -1,0 +1,160 @@
+"""Secrets taken out of what sim writes, and looked for in what others wrote, in decoded text: each JSON
+string on its own (no escape such as `\\n` hides a credential), and streamed text joined across the chunks
+that carry it (a key split over `"RKE"`, `"Dorg1"` is still a key)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from typing import Any
+
+from sim.adapters.chat_wire import StreamText, stream_text_pieces
+from sim.cassette.reader import sse_lines
+from sim.cassette.secrets import credentials_in, known_secrets_pattern, scrub_text
+from sim.core.json_text import loads
+
+StreamPieces = Callable[[Any], Iterator[StreamText]]
+
+STREAM_PIECES: tuple[StreamPieces, ...] = (stream_text_pieces,)
+"""How each wire protocol streams text, so a stream can be read as a whole."""
+
+_LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _walk(value: Any, text: Callable[[str], str]) -> Any:
+    """`value` with `text` applied to every string in it, keys included (JSON depth is bounded)."""
+    if isinstance(value, str):
+        return text(value)
+    if isinstance(value, dict):
+        return {text(k) if isinstance(k, str) else k: _walk(v, text) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_walk(item, text) for item in value]
+    return value
+
+
+def _events(lines: list[str]) -> dict[int, Any]:
+    """The JSON payload of each `data:` line, by line number."""
+    found = {}
+    for number, line in enumerate(lines):
+        if line.startswith("data:"):
+            try:
+                found[number] = loads(line[5:].strip())
+            except ValueError:
+                continue
+    return found
+
+
+def _joined_streams(events: Iterable[Any]) -> dict[Hashable, list[tuple[dict[str, Any], str]]]:
+    """Every streamed text, as the places holding its pieces, in order."""
+    streams: dict[Hashable, list[tuple[dict[str, Any], str]]] = defaultdict(list)
+    for event in events:
+        for pieces in STREAM_PIECES:
+            for which, holder, key in pieces(event):
+                streams[(pieces.__name__, which)].append((holder, key))
+    return streams
+
+
+def is_event_stream_text(text: str) -> bool:
+    """Whether a body reads as server-sent events."""
+    return any(line.startswith("data:") for line in sse_lines(text[:4096]))
+
+
+class Scrubber:
+    """Takes the known secrets (the live key, account ids) and anything shaped like a credential out of
+    headers, URLs, JSON values and bodies."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._known = known_secrets_pattern(secrets)
+
+    def text(self, text: str) -> str:
+        """Plain decoded text, scrubbed."""
+        return scrub_text(text, self._known)
+
+    def value(self, value: Any) -> Any:
+        """A JSON value with every string in it scrubbed."""
+        return _walk(value, self.text)
+
+    def holds_secret(self, text: str) -> bool:
+        """Whether a known secret stands in `text` as a token."""
+        return self._known is not None and self._known.search(text) is not None
+
+    def stream(self, text: str) -> str:
+        """An event stream: each streamed text scrubbed as a whole (the cleaned text then stands in its
+        first piece, the other pieces left empty), every event scrubbed, and only changed lines rewritten."""
+        parts = _LINE_BREAK.split(text)
+        lines = parts[::2]
+        events = _events(lines)
+        touched: set[int] = set()
+        holders = {id(holder): number for number, event in events.items() for holder in _dicts(event)}
+        for places in _joined_streams(events.values()).values():
+            whole = "".join(holder[key] for holder, key in places)
+            clean = self.text(whole)
+            if clean != whole:
+                for position, (holder, key) in enumerate(places):
+                    holder[key] = clean if position == 0 else ""
+                    touched.add(holders[id(holder)])
+        for number, line in enumerate(lines):
+            if number in events:
+                clean_event = self.value(events[number])
+                if number in touched or clean_event != events[number]:
+                    lines[number] = "data: " + _compact(clean_event)
+            else:
+                lines[number] = self.text(line)
+        parts[::2] = lines
+        return "".join(parts)
+
+
+def _dicts(value: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(value, dict):
+        yield value
+        for item in value.values():
+            yield from _dicts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _dicts(item)
+
+
+def decoded_texts(body: str) -> Iterator[str]:
+    """What a body says, decoded, for the audit: each JSON string; for a stream, each event's strings and
+    each streamed text joined; else the text itself."""
+    try:
+        value = loads(body)
+    except ValueError:
+        if not is_event_stream_text(body):
+            yield body
+            return
+        lines = sse_lines(body)
+        events = _events(lines)
+        yield from (line for number, line in enumerate(lines) if number not in events)
+        for event in events.values():
+            yield from _strings(event)
+        for places in _joined_streams(events.values()).values():
+            yield "".join(holder[key] for holder, key in places)
+        return
+    yield from _strings(value)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def credentials_in_body(body: str) -> list[str]:
+    """The kinds of credential a body holds, in decoded text (streams joined)."""
+    found: dict[str, None] = {}
+    for text in decoded_texts(body):
+        found.update(dict.fromkeys(credentials_in(text)))
+    return list(found)

@@ -1,0 +1,50 @@
+"""JSON from untrusted sources (the wire, cassettes, tool arguments): one parser, with bounded nesting."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+MAX_JSON_DEPTH = 128
+"""The deepest nesting of arrays and objects accepted; real API traffic stays far below it."""
+
+
+class JsonTooDeep(ValueError):
+    """JSON nested deeper than `MAX_JSON_DEPTH`: refused before anything walks it recursively."""
+
+    def __init__(self) -> None:
+        super().__init__(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+
+
+def loads(data: str | bytes | bytearray) -> Any:
+    """Parse JSON; `ValueError` when it is not JSON, `JsonTooDeep` (a `ValueError`) when nested too deep."""
+    try:
+        value = json.loads(data)
+    except RecursionError:
+        raise JsonTooDeep() from None
+    if _may_be_deep(data):
+        require_depth(value)
+    return value
+
+
+def _may_be_deep(data: str | bytes | bytearray) -> bool:
+    # Nesting needs an opening bracket per level: fewer brackets than the limit cannot be too deep.
+    if isinstance(data, str):
+        return data.count("[") + data.count("{") > MAX_JSON_DEPTH
+    return data.count(b"[") + data.count(b"{") > MAX_JSON_DEPTH
+
+
+def require_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> None:
+    """`JsonTooDeep` when `value` nests lists and dicts deeper than `limit` (walked without recursion)."""
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            raise JsonTooDeep()
+        pending.extend((child, depth + 1) for child in children if isinstance(child, dict | list))

@@ -1,0 +1,165 @@
+"""Secrets out of what is written and found in what others wrote: decoded text, streams joined, keys as
+tokens, placeholders told apart from credentials."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sim.adapters.chat_wire import chunks_to_wire
+from sim.cassette.audit import audit
+from sim.cassette.reader import read_cassette
+from sim.cassette.scrubbing import Scrubber, credentials_in_body
+from sim.cassette.secrets import REDACTED, is_placeholder, require_scrubbable
+from sim.cassette.writer import Exchange, write_cassette
+from sim.core.errors import ConfigurationError
+from sim.core.messages import AssistantMessage, ToolCall
+from sim.core.model import ModelReply
+
+KEY = "sk-RECOGNISABLE-key-5f2a9c7e31d4"
+ORG = "org-RECOGNISABLEorg9f8e7d6c"
+PROJECT = "proj_RECOGNISABLEproj1a2b3c4d"
+
+
+def sse(text: str, arguments: str | None = None) -> str:
+    """A real-shaped Chat Completions stream whose content (and one call's arguments) is `text`."""
+    calls = (ToolCall(id="call_1", name="shell", arguments=arguments),) if arguments else ()
+    reply = ModelReply(message=AssistantMessage(content=text, tool_calls=calls), finish_reason="stop")
+    chunks = chunks_to_wire(reply, completion_id="c", created=1, model="m", usage=None, piece_chars=5)
+    return "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
+
+
+def joined(stream: str) -> tuple[str, str]:
+    content, arguments = [], []
+    for line in stream.split("\n"):
+        if line.startswith("data: {"):
+            for choice in json.loads(line[6:])["choices"]:
+                content.append(choice["delta"].get("content") or "")
+                for call in choice["delta"].get("tool_calls") or []:
+                    arguments.append(call["function"].get("arguments") or "")
+    return "".join(content), "".join(arguments)
+
+
+def test_a_key_split_across_stream_chunks_is_scrubbed_as_a_whole() -> None:
+    said = f"Your key is {KEY}, org {ORG}\nproject {PROJECT}."
+    stream = sse(said, arguments=json.dumps({"command": f"echo {KEY}"}))
+    assert KEY not in stream and KEY in joined(stream)[0]  # no chunk holds it: only the whole text does
+    cleaned = Scrubber([KEY]).stream(stream)
+    content, arguments = joined(cleaned)
+    assert content == f"Your key is {REDACTED}, org {REDACTED}\nproject {REDACTED}."
+    assert json.loads(arguments) == {"command": f"echo {REDACTED}"}
+    for secret in (KEY, ORG, PROJECT):
+        assert secret not in cleaned and secret not in "".join(joined(cleaned))
+
+
+def test_a_stream_without_secrets_is_kept_byte_for_byte() -> None:
+    stream = sse("Nothing to hide here, just text.")
+    assert Scrubber([KEY]).stream(stream) == stream
+
+
+def test_credentials_at_the_start_of_a_line_are_found_in_decoded_text() -> None:
+    body = json.dumps({"content": f"ids:\n{ORG}\n{PROJECT}\n{KEY}"})  # JSON writes "\norg-..."
+    assert set(credentials_in_body(body)) == {"organization id", "project id", "API key"}
+    scrubbed = Scrubber().value(json.loads(body))
+    assert scrubbed == {"content": f"ids:\n{REDACTED}\n{REDACTED}\n{REDACTED}"}
+
+
+def test_a_split_key_in_a_foreign_stream_is_a_serious_finding(tmp_path: Path) -> None:
+    cassette = tmp_path / "foreign.yaml"
+    interaction = {
+        "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
+                    "body": json.dumps({"messages": [{"role": "user", "content": "hi"}], "stream": True}),
+                    "headers": {}},
+        "response": {"status": {"code": 200, "message": "OK"},
+                     "headers": {"content-type": ["text/event-stream"]},
+                     "body": {"string": sse(f"take {ORG}")}},
+    }  # fmt: skip
+    cassette.write_text(yaml.safe_dump({"interactions": [interaction], "version": 1}))
+    findings = [f.what for f in audit(read_cassette(cassette)) if f.severity == "serious"]
+    assert findings == ["organization id in the response"]
+
+
+def test_a_key_is_scrubbed_only_as_a_token() -> None:
+    scrubber = Scrubber(["12345678"])
+    value = {"total_tokens": 12345678, "id": "a12345678b", "text": "key 12345678.", "n": "x-12345678"}
+    assert scrubber.value(value) == {
+        "total_tokens": 12345678,
+        "id": "a12345678b",
+        "text": f"key {REDACTED}.",
+        "n": "x-12345678",
+    }
+
+
+@pytest.mark.parametrize("key", ["42", "x", "sim", "1234567"])
+def test_keys_too_short_to_scrub_are_refused_without_being_shown(key: str) -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        require_scrubbable("OPENAI_API_KEY", key)
+    assert str(caught.value) == (
+        f"OPENAI_API_KEY has {len(key)} characters: sim records only with keys of at least 8, since a"
+        " shorter one cannot be told apart from ordinary text (a local endpoint takes any longer placeholder)"
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["AUTHORIZATION-XXX", "OPENAI-ORG-XXX", "COOKIE-XXX", "<filtered>", "REDACTED", "***", "Bearer dummy",
+     "Bearer test_openai_api_key", "Bearer <OPENAI_API_KEY>", "fake-key", "", "xxxxxxxx"],
+)  # fmt: skip
+def test_placeholders_are_not_secrets(value: str) -> None:
+    assert is_placeholder(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [f"Bearer {KEY}", ORG, PROJECT, "Bearer sk-test-abcdefghijklmnop1234", "a8f9s7d6f5g4h3j2k1l0qw3rty9u",
+     "session=7f3a9c2e81b4d6f0a5e3c1b2d4f6a8c0"],
+)  # fmt: skip
+def test_values_shaped_like_credentials_are_not_placeholders(value: str) -> None:
+    assert not is_placeholder(value)
+
+
+def test_placeholder_headers_are_notes_and_real_ones_serious(tmp_path: Path) -> None:
+    def cassette(headers: dict[str, list[str]]) -> list[tuple[str, str]]:
+        path = tmp_path / "c.yaml"
+        interaction = {
+            "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
+                        "body": json.dumps({"messages": [{"role": "user", "content": "hi"}]}),
+                        "headers": headers},
+            "response": {"status": {"code": 200, "message": "OK"}, "headers": {},
+                         "body": {"string": json.dumps({"choices": [{"index": 0, "finish_reason": "stop",
+                                  "message": {"role": "assistant", "content": "hello"}}]})}},
+        }  # fmt: skip
+        path.write_text(yaml.safe_dump({"interactions": [interaction], "version": 1}))
+        return [(f.severity, f.what) for f in audit(read_cassette(path))]
+
+    crewai = {"authorization": ["AUTHORIZATION-XXX"], "openai-organization": ["OPENAI-ORG-XXX"],
+              "cookie": ["COOKIE-XXX"]}  # fmt: skip
+    assert all(severity == "info" for severity, _ in cassette(crewai))
+    assert ("serious", "request header authorization is recorded") in cassette(
+        {"authorization": [f"Bearer {KEY}"]}
+    )
+
+
+def test_the_writer_refuses_nothing_and_writes_no_secret(tmp_path: Path) -> None:
+    said = f"line one\n{ORG} and {KEY}"
+    exchange = Exchange(
+        method="POST",
+        uri="https://api.example.com/v1/chat/completions",
+        request_headers={"authorization": [f"Bearer {KEY}"], "x-note": [f"key {KEY}"]},
+        request_body=json.dumps({"messages": [{"role": "user", "content": said}]}).encode(),
+        status=200,
+        reason="OK",
+        response_headers={"content-type": ["text/event-stream"]},
+        response_body=sse(said).encode(),
+    )
+    path = tmp_path / "out.yaml"
+    write_cassette(path, [exchange], sim={"note": said}, secrets=(KEY,))
+    text = path.read_text()
+    for secret in (KEY, ORG, KEY[3:], ORG[4:]):
+        assert secret not in text
+    recorded = read_cassette(path).interactions[0]
+    assert joined(recorded.response.body.decode())[0] == f"line one\n{REDACTED} and {REDACTED}"
+    assert audit(read_cassette(path)) == []
