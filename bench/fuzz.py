@@ -26,7 +26,7 @@ from sim.testing.strategies import scenarios
 
 def bare_loop(scenario: Scenario) -> str | None:
     """The reference: thirty lines of dicts, no validation, no approval, no checks."""
-    history: list[dict[str, Any]] = [{"role": "user", "content": scenario.prompt}]
+    history: list[dict[str, Any]] = [{"role": "user", "content": scenario.require_prompt()}]
     replies = iter(scenario.replies)
     for _ in range(scenario.max_turns):
         reply = next(replies, None)

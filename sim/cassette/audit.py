@@ -7,9 +7,10 @@ from typing import Literal
 
 from sim.cassette.conversations import HttpFailure, conversations
 from sim.cassette.reader import Cassette, RecordedInteraction
+from sim.cassette.replay import replayable
 from sim.cassette.scrubbing import credentials_in_body
 from sim.cassette.secrets import SECRET_HEADERS, credentials_in, is_placeholder
-from sim.core.errors import MessageContractError
+from sim.core.errors import CassetteError, MessageContractError
 from sim.core.messages import validate_pairing
 
 Severity = Literal["serious", "warning", "info"]
@@ -19,18 +20,37 @@ Severity = Literal["serious", "warning", "info"]
 class Finding:
     """Something a careful user would want to know about one interaction."""
 
-    interaction: int
+    interaction: int | None
+    """The interaction it is about; None for the file as a whole."""
     severity: Severity
     what: str
 
     def line(self, path: str) -> str:
         """The finding on one line."""
-        return f"{path}: interaction {self.interaction}: {self.severity}: {self.what}"
+        where = "" if self.interaction is None else f" interaction {self.interaction}:"
+        return f"{path}:{where} {self.severity}: {self.what}"
+
+
+def _whole_file(cassette: Cassette) -> list[Finding]:
+    """What is wrong with the file as a whole: cut short, empty, or a `sim:` block replay refuses."""
+    findings = []
+    if cassette.version != 1:
+        findings.append(
+            Finding(None, "serious", "no `version: 1` at its end: the file was cut short, or is not vcrpy's")
+        )
+    if not cassette.interactions:
+        findings.append(Finding(None, "serious", "no interactions recorded"))
+    if cassette.sim is not None:
+        try:
+            replayable(cassette)
+        except CassetteError as error:
+            findings.append(Finding(None, "serious", str(error).removeprefix(f"{cassette.path}: ")))
+    return findings
 
 
 def audit(cassette: Cassette) -> list[Finding]:
-    """Every finding, in interaction order."""
-    findings: list[Finding] = []
+    """Every finding: the file's first, then in interaction order."""
+    findings: list[Finding] = _whole_file(cassette)
     for interaction in cassette.interactions:
         findings += _secrets(interaction) + _stale(interaction)
         if not interaction.is_chat_completion:
@@ -61,7 +81,7 @@ def audit(cassette: Cassette) -> list[Finding]:
                         index, severity, f"HTTP {exchange.reply.status} recorded: {exchange.reply.message}"
                     )
                 )
-    return sorted(findings, key=lambda finding: finding.interaction)
+    return sorted(findings, key=lambda finding: -1 if finding.interaction is None else finding.interaction)
 
 
 def _secrets(interaction: RecordedInteraction) -> list[Finding]:

@@ -6,11 +6,11 @@ answered with the recorded results; the expectations are what the recording ende
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from sim.cassette.conversations import Conversation, HttpFailure
 from sim.cassette.session import result_from_text
+from sim.core.json_text import loads
 from sim.core.messages import SystemMessage, ToolMessage, UserMessage
 from sim.core.model import ModelReply
 
@@ -68,7 +68,7 @@ def scenario_data(conversation: Conversation, *, name: str, source: str) -> dict
 
 def _is_object(arguments: str) -> bool:
     try:
-        return isinstance(json.loads(arguments), dict)
+        return isinstance(loads(arguments, strict=True), dict)
     except ValueError:
         return False
 

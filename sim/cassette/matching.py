@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sim.core.json_text import loads
+
 
 def canonical(body: bytes | str | None) -> str:
     """A body as canonical JSON (keys sorted, no spaces), or as its text when it is not JSON."""
@@ -12,7 +14,7 @@ def canonical(body: bytes | str | None) -> str:
         return ""
     text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
     try:
-        return json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return json.dumps(loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     except ValueError:
         return text
 
@@ -48,7 +50,7 @@ def describe_difference(recorded_body: bytes | None, now_body: bytes) -> str:
 
     def parse(body: bytes | None) -> Any:
         try:
-            return json.loads(body or b"")
+            return loads(body or b"")
         except ValueError:
             return (body or b"").decode("utf-8", errors="replace")
 

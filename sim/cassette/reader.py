@@ -16,7 +16,7 @@ import yaml
 
 from sim.core.errors import CassetteError
 from sim.core.json_text import loads
-from sim.scenario.yaml_source import YamlLoader
+from sim.scenario.yaml_source import YamlLoader, YamlTooLarge, check_limits, syntax_error
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -183,6 +183,8 @@ class Cassette:
     path: Path
     interactions: tuple[RecordedInteraction, ...]
     sim: Mapping[str, Any] | None = field(default=None)
+    version: Any = 1
+    """The format version vcrpy writes last (`1`); a file without it was cut short or not vcrpy's."""
 
 
 def read_cassette(path: Path | str) -> Cassette:
@@ -190,28 +192,52 @@ def read_cassette(path: Path | str) -> Cassette:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
-        data = yaml.load(text, Loader=_CassetteLoader)  # python tags are read as data, never run
     except (OSError, UnicodeDecodeError) as error:
         raise CassetteError(f"{path}: cannot read: {error}") from error
-    except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise CassetteError(f"{where}: YAML syntax: {error.problem}") from error
+    data = _load(path, text)
     if not isinstance(data, Mapping) or not isinstance(data.get("interactions"), list):
         raise CassetteError(f"{path}: not a vcrpy cassette (no `interactions` list)")
     interactions = []
     for index, raw in enumerate(data["interactions"]):
         try:
             interactions.append(_interaction(index, raw))
+        except BodyTooLarge as error:
+            raise CassetteError(f"{path}: interaction {index}: {error}") from None
         except (KeyError, TypeError, ValueError, OSError, EOFError) as error:
-            raise CassetteError(f"{path}: interaction {index}: cannot read it: {error!r}") from error
+            raise CassetteError(f"{path}: interaction {index}: cannot read it: {error}") from None
     sim = data.get("sim")
-    return Cassette(path, tuple(interactions), sim if isinstance(sim, Mapping) else None)
+    return Cassette(path, tuple(interactions), sim if isinstance(sim, Mapping) else None, data.get("version"))
 
 
-def _interaction(index: int, raw: Mapping[str, Any]) -> RecordedInteraction:
-    request = raw["request"]
-    response = raw["response"]
+def _load(path: Path, text: str) -> Any:
+    """The document's data, after the limits on nesting and alias expansion were checked on its nodes."""
+    loader = _CassetteLoader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            return None
+        check_limits(root)
+        return loader.construct_document(root)  # python tags are read as data, never run
+    except YamlTooLarge as error:
+        raise CassetteError(f"{path}:{error.position.line}:{error.position.column}: {error}") from None
+    except yaml.YAMLError as error:
+        raise CassetteError(syntax_error(path, error, text)) from None
+    finally:
+        loader.dispose()
+
+
+def _mapping(raw: Any, what: str) -> Mapping[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise TypeError(f"`{what}` must be a mapping, not {type(raw).__name__}")
+    return raw
+
+
+def _interaction(index: int, raw: Any) -> RecordedInteraction:
+    raw = _mapping(raw, "interactions[]")
+    request = _mapping(raw.get("request"), "request")
+    response = _mapping(raw.get("response"), "response")
+    if "uri" not in request:
+        raise ValueError("the request has no `uri`")
     body = request.get("body")
     if "parsed_body" in request:
         body = request["parsed_body"]

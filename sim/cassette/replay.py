@@ -24,7 +24,7 @@ from sim.cassette.reader import Cassette, RecordedInteraction, read_cassette
 from sim.cassette.session import RecordedSession, echoed_results, result_from_text
 from sim.cassette.writer import without_layout
 from sim.core.approval import AllowAllApprover
-from sim.core.errors import CassetteError
+from sim.core.errors import CassetteError, ConfigurationError
 from sim.core.loop import AgentRunner
 from sim.core.outcome import Outcome
 from sim.core.scripted import ScriptedToolResults
@@ -134,9 +134,37 @@ def recorded_session(cassette: Cassette) -> RecordedSession:
     try:
         return RecordedSession.model_validate(cassette.sim)
     except ValidationError as error:
+        problem = error.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"])
         raise CassetteError(
-            f"{cassette.path}: the sim: block is not readable: {error.errors()[0]['msg']}"
+            f"{cassette.path}: the sim: block is not readable: {where}: {problem['msg']}"
         ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """A recorded session set up to be replayed: the real loop, talking to the recording."""
+
+    session: RecordedSession
+    chats: list[RecordedInteraction]
+    transport: ReplayTransport
+    runner: AgentRunner
+    recorder: TranscriptRecorder
+
+
+def replayable(cassette: Cassette) -> Replay:
+    """Everything replay needs, set up; `CassetteError` saying why when the cassette cannot be replayed
+    (`sim check` calls it too, so that it refuses exactly what replay refuses)."""
+    session = recorded_session(cassette)
+    chats = [interaction for interaction in cassette.interactions if interaction.is_chat_completion]
+    if not chats:
+        raise CassetteError(f"{cassette.path}: no chat completion interactions to replay")
+    transport = ReplayTransport(chats)
+    try:
+        runner, recorder = _runner(cassette.path, session, chats, transport)
+    except ConfigurationError as error:
+        raise CassetteError(f"{cassette.path}: the sim: block cannot set up a run: {error}") from None
+    return Replay(session, chats, transport, runner, recorder)
 
 
 def recorded_results(session: RecordedSession, chats: Sequence[RecordedInteraction]) -> dict[str, ToolResult]:
@@ -150,37 +178,9 @@ def recorded_results(session: RecordedSession, chats: Sequence[RecordedInteracti
 async def replay_cassette(path: Path) -> ReplayReport:
     """Replay a cassette written by `sim record`, offline, and compare the run with the recording."""
     started = time.perf_counter()
-    cassette = read_cassette(path)
-    session = recorded_session(cassette)
-    chats = [interaction for interaction in cassette.interactions if interaction.is_chat_completion]
-    if not chats:
-        raise CassetteError(f"{path}: no chat completion interactions to replay")
-    transport = ReplayTransport(chats)
-    uri = urlsplit(chats[0].request.uri)
-    model = OpenAIChatModel.connect(
-        base_url=f"{uri.scheme}://{uri.netloc}{uri.path.rstrip('/').removesuffix('/chat/completions')}",
-        api_key="sim-replay",
-        model=session.model,
-        stream=session.stream,
-        max_completion_tokens=session.max_completion_tokens,
-        http_client=httpx2.AsyncClient(transport=transport),
-    )
-    answers = ScriptedToolResults(recorded_results(session, chats))
-    tools = ToolRegistry(
-        [ToolDefinition(t.name, t.description, AnyArguments, "read", answers.answer, parameters=t.parameters)
-         for t in session.tools]
-    )  # fmt: skip
-    recorder = TranscriptRecorder()
-    runner = AgentRunner(
-        model,
-        tools,
-        AllowAllApprover(),
-        workspace=path.parent,
-        system_prompt=session.system_prompt,
-        max_turns=session.max_turns,
-        observer=recorder,
-    )
-    ending = await runner.run_to_end(session.prompt)
+    replay = replayable(read_cassette(path))
+    session, chats, transport, recorder = replay.session, replay.chats, replay.transport, replay.recorder
+    ending = await replay.runner.run_to_end(session.prompt)
     final_text, turns, outcome = ending.final_text, ending.turns, ending.outcome
     problems = list(transport.problems)
     if not problems:
@@ -212,3 +212,34 @@ async def replay_cassette(path: Path) -> ReplayReport:
         transcript=(f"user: {session.prompt}", *recorder.lines),
         seconds=time.perf_counter() - started,
     )
+
+
+def _runner(
+    path: Path, session: RecordedSession, chats: list[RecordedInteraction], transport: ReplayTransport
+) -> tuple[AgentRunner, TranscriptRecorder]:
+    """The real loop and SDK adapter set up as the recording says, talking to `transport`."""
+    uri = urlsplit(chats[0].request.uri)
+    model = OpenAIChatModel.connect(
+        base_url=f"{uri.scheme}://{uri.netloc}{uri.path.rstrip('/').removesuffix('/chat/completions')}",
+        api_key="sim-replay",
+        model=session.model,
+        stream=session.stream,
+        max_completion_tokens=session.max_completion_tokens,
+        http_client=httpx2.AsyncClient(transport=transport),
+    )
+    answers = ScriptedToolResults(recorded_results(session, chats))
+    tools = ToolRegistry(
+        [ToolDefinition(t.name, t.description, AnyArguments, "read", answers.answer, parameters=t.parameters)
+         for t in session.tools]
+    )  # fmt: skip
+    recorder = TranscriptRecorder()
+    runner = AgentRunner(
+        model,
+        tools,
+        AllowAllApprover(),
+        workspace=path.parent,
+        system_prompt=session.system_prompt,
+        max_turns=session.max_turns,
+        observer=recorder,
+    )
+    return runner, recorder

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 
+from sim.core.json_text import loads
 from sim.core.outcome import Outcome
 from sim.core.tools import ToolResult
 
@@ -29,15 +29,15 @@ class RecordedSession(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     prompt: str
-    system_prompt: str
-    model: str
-    max_turns: int
+    system_prompt: Annotated[str, Field(min_length=1)]
+    model: Annotated[str, Field(min_length=1)]
+    max_turns: PositiveInt
     stream: bool = False
-    max_completion_tokens: int | None = None
+    max_completion_tokens: PositiveInt | None = None
     tools: list[RecordedTool] = Field(default_factory=list)
     outcome: Outcome
     final_text: str | None = None
-    turns: int
+    turns: NonNegativeInt
     error: str | None = None
     tool_results: dict[str, ToolResult] = Field(
         default_factory=dict, description="Results no later request echoes (e.g. of a last turn)."
@@ -59,7 +59,7 @@ def echoed_results(request_bodies: Iterable[bytes | None]) -> dict[str, str]:
     of the session)."""
     largest = max(request_bodies, key=lambda body: len(body or b""), default=None)
     try:
-        body = json.loads(largest) if largest else None
+        body = loads(largest) if largest else None
     except ValueError:
         return {}
     messages = body.get("messages", []) if isinstance(body, dict) else []

@@ -16,15 +16,45 @@ class JsonTooDeep(ValueError):
         super().__init__(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
 
 
-def loads(data: str | bytes | bytearray) -> Any:
-    """Parse JSON; `ValueError` when it is not JSON, `JsonTooDeep` (a `ValueError`) when nested too deep."""
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads(data: str | bytes | bytearray, *, strict: bool = False) -> Any:
+    """Parse JSON; `ValueError` when it is not JSON, `JsonTooDeep` (a `ValueError`) when nested too deep.
+
+    `strict` also refuses what only Python's parser takes: `NaN`/`Infinity`, and lone surrogate escapes
+    (`"\\ud800"`), which no UTF-8 encoder (pydantic's parser, the next request's body) accepts."""
     try:
-        value = json.loads(data)
+        value = json.loads(data, parse_constant=_no_constant) if strict else json.loads(data)
     except RecursionError:
         raise JsonTooDeep() from None
     if _may_be_deep(data):
         require_depth(value)
+    if strict and _may_hold_surrogates(data):
+        _require_encodable(value)
     return value
+
+
+def _may_hold_surrogates(data: str | bytes | bytearray) -> bool:
+    text = data if isinstance(data, str) else bytes(data).decode("utf-8", errors="replace")
+    return "\\ud" in text.lower() or any("\ud800" <= char <= "\udfff" for char in text)
+
+
+def _require_encodable(value: Any) -> None:
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValueError("a string holds a lone surrogate (not UTF-8 text)") from None
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
 
 
 def _may_be_deep(data: str | bytes | bytearray) -> bool:

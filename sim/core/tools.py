@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import functools
 import inspect
-import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core.core_schema import ModelSchema
 
 from sim.core.errors import AgentError, ConfigurationError
+from sim.core.json_text import loads
 from sim.core.messages import ToolCall
 from sim.core.model import ToolSpec
 
@@ -96,10 +96,6 @@ def _schema_of(input_model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
-def _reject_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not JSON")
-
-
 @dataclass(frozen=True, slots=True)
 class ToolDefinition:
     """A tool; its `input_model` is both the schema the model sees and the validator of its calls."""
@@ -174,7 +170,7 @@ class ToolSnapshot:
         if tool is None:
             return ToolResult.error("unknown_tool", f"Unknown tool: {call.name}")
         try:
-            parsed = json.loads(call.arguments, parse_constant=_reject_constant)
+            parsed = loads(call.arguments, strict=True)
         except ValueError:
             return ToolResult.error("invalid_json", "Tool arguments must be valid JSON")
         if not isinstance(parsed, dict):

@@ -23,6 +23,11 @@ def load_scenario(path: Path | str) -> Scenario:
     document = read_yaml(path)
     if not isinstance(document.data, dict):
         raise document.fail((), "a scenario must be a mapping of keys (prompt, replies, ...)")
+    if "interactions" in document.data and "replies" not in document.data:
+        raise ScenarioError(
+            f"{path}: a cassette (it has `interactions:`), not a scenario: `sim replay` replays it,"
+            " `sim convert` turns it into a scenario"
+        )
     try:
         scenario = Scenario.model_validate(document.data)
     except ValidationError as error:

@@ -9,7 +9,7 @@ from sim.scenario.schema import Scenario
 def outline(scenario: Scenario) -> list[str]:
     """Lines for people: the prompt, each scripted reply, the world's answers, the expectations."""
     lines = [f"{scenario.name}: {scenario.description}" if scenario.description else f"{scenario.name}"]
-    lines.append(f"user: {preview(scenario.prompt)}")
+    lines.append(f"user: {preview(scenario.prompt or '(no prompt: served only)')}")
     for number, (reply, ids) in enumerate(zip(scenario.replies, scenario.call_ids(), strict=True), 1):
         if reply.error is not None:
             lines.append(f"reply {number}: API error {reply.error.status}: {preview(reply.error.message)}")

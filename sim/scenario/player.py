@@ -74,6 +74,7 @@ async def play_scenario(
 ) -> PlayReport:
     """Run `scenario` through the real loop with strict scripted fakes and check what came out."""
     started = time.perf_counter()
+    prompt = scenario.require_prompt()
     world = build_world(scenario)
     recorder = TranscriptRecorder()
     model, scripted, simulator = connect(scenario, via=via, stream=stream)
@@ -86,7 +87,7 @@ async def play_scenario(
         max_turns=scenario.max_turns,
         observer=recorder,
     )
-    ending = await runner.run_to_end(scenario.prompt)
+    ending = await runner.run_to_end(prompt)
     error, final_text, turns = ending.error, ending.final_text, ending.turns
     problems: list[str]
     if isinstance(error, ScenarioError):
@@ -114,7 +115,7 @@ async def play_scenario(
         final_text=final_text,
         turns=turns,
         problems=tuple(problems),
-        transcript=(f"user: {scenario.prompt}", *recorder.lines),
+        transcript=(f"user: {prompt}", *recorder.lines),
         run_seconds=time.perf_counter() - started,
     )
 
@@ -124,6 +125,11 @@ async def play_file(path: Path, *, via: Via = "direct", stream: bool = False) ->
     started = time.perf_counter()
     try:
         scenario = load_scenario(path)
+        if scenario.prompt is None:
+            raise ScenarioError(
+                f"{path}: missing required key 'prompt' (a scenario without one can only be served by"
+                " `sim serve`)"
+            )
     except ScenarioError as error:
         return PlayReport(str(path), path.stem, None, None, 0, (str(error),), ())
     loaded = time.perf_counter()

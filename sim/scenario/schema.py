@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
 
 from sim.core.commands import DEFAULT_MAX_CHARS, DEFAULT_TIMEOUT_SECONDS
+from sim.core.errors import ScenarioError
 from sim.core.model import FinishReason
 from sim.core.outcome import Outcome
 from sim.core.scripted import ScriptedCommand
@@ -185,7 +186,9 @@ class Scenario(_Strict):
 
     name: str | None = Field(None, description="A short name; the file name when left out.")
     description: str | None = Field(None, description="What the scenario shows, in a sentence or two.")
-    prompt: str = Field(description="The user's message.")
+    prompt: str | None = Field(
+        None, description="The user's message; needed to play the scenario, not to serve it."
+    )
     system_prompt: Annotated[str, Field(min_length=1)] | None = Field(
         None, description="The system prompt; the loop's default when left out."
     )
@@ -235,6 +238,15 @@ class Scenario(_Strict):
         if len(set(names)) != len(names):
             raise ValueError("each tool may be listed once")
         return tools
+
+    def require_prompt(self) -> str:
+        """The prompt; `ScenarioError` when the scenario has none (it can only be served)."""
+        if self.prompt is None:
+            raise ScenarioError(
+                f"scenario {self.name}: missing required key 'prompt' (a scenario without one can only be"
+                " served by `sim serve`)"
+            )
+        return self.prompt
 
     def call_ids(self) -> list[list[str]]:
         """The id of every call, reply by reply, with `call_<n>` filled in where none was written."""

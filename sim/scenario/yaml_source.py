@@ -17,7 +17,18 @@ except ImportError:  # PyYAML built without libyaml
     from yaml import SafeLoader as YamlLoader  # type: ignore[assignment]
 """PyYAML's safe loader, the C one when libyaml is there."""
 
-__all__ = ["DataPath", "Position", "YamlDocument", "YamlLoader", "read_yaml"]
+_C_LOADER = YamlLoader.__name__.startswith("C")
+
+__all__ = [
+    "DataPath",
+    "Position",
+    "YamlDocument",
+    "YamlLoader",
+    "YamlTooLarge",
+    "check_limits",
+    "read_yaml",
+    "syntax_error",
+]
 
 DataPath = tuple[str | int, ...]
 """Where a value sits in the document: keys and list indexes from the root."""
@@ -62,20 +73,71 @@ class YamlDocument:
         return ScenarioError(f"{self.where(at, key=key)}: {message}")
 
 
-def read_yaml(path: Path) -> YamlDocument:
-    """Parse one YAML document; syntax errors, duplicate keys and multiple documents are `ScenarioError`s."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ScenarioError(f"{path}: cannot read: {error}") from error
-    loader = YamlLoader(text)
-    try:
-        root = loader.get_single_node()
-        document = YamlDocument(path, None)
-        if root is not None:
-            document.data = _build(loader, root, (), document)
-        return document
-    except yaml.MarkedYAMLError as error:
+MAX_SCENARIO_BYTES = 8 * 1024 * 1024
+"""The largest scenario file read (parsed, a file takes tens of times its size in memory)."""
+
+MAX_YAML_DEPTH = 128
+"""The deepest nesting of mappings and sequences accepted in a scenario or cassette."""
+
+MAX_ALIAS_EXPANSION = 100_000
+"""How many nodes aliases (`*name`) may add when expanded: a "billion laughs" file adds billions."""
+
+
+class YamlTooLarge(ValueError):
+    """A document past a limit (alias expansion, nesting), with where it was found."""
+
+    def __init__(self, message: str, position: Position) -> None:
+        super().__init__(message)
+        self.position = position
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def check_limits(root: yaml.Node) -> None:
+    """`YamlTooLarge` when aliases would expand `root` past `MAX_ALIAS_EXPANSION` nodes, when it nests
+    deeper than `MAX_YAML_DEPTH`, or when an alias refers to a node holding it. One pass over the
+    composed nodes, each once (an alias is the same node again), before anything is built."""
+    size: dict[int, int] = {}
+    height: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    pending: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while pending:
+        node, finished = pending.pop()
+        key = id(node)
+        if finished:
+            children = _children(node)
+            size[key] = 1 + sum(size[id(child)] for child in children)
+            height[key] = 1 + max((height[id(child)] for child in children), default=0)
+            open_nodes.discard(key)
+            if height[key] > MAX_YAML_DEPTH:
+                raise YamlTooLarge(f"nested deeper than {MAX_YAML_DEPTH} levels", Position.of(node))
+            continue
+        if key in size:
+            continue
+        if key in open_nodes:
+            raise YamlTooLarge(
+                "an alias refers to a node that holds it (a recursive alias)", Position.of(node)
+            )
+        open_nodes.add(key)
+        pending.append((node, True))
+        pending.extend((child, False) for child in _children(node) if id(child) not in size)
+    added = size[id(root)] - len(size)
+    if added > MAX_ALIAS_EXPANSION:
+        raise YamlTooLarge(
+            f"aliases expand to {added:,} more nodes (at most {MAX_ALIAS_EXPANSION:,}): refused",
+            Position.of(root),
+        )
+
+
+def syntax_error(path: Path, error: yaml.YAMLError, text: str) -> str:
+    """`file:line:column: YAML syntax: what` for any error PyYAML raises."""
+    if isinstance(error, yaml.MarkedYAMLError):
         mark = error.problem_mark or error.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         problem = error.problem or "invalid YAML"
@@ -84,9 +146,43 @@ def read_yaml(path: Path) -> YamlDocument:
             problem = f"{error.context} {problem}"
         elif error.context and context and context is not mark:
             problem += f" ({error.context} at line {context.line + 1}, column {context.column + 1})"
-        raise ScenarioError(f"{where}: YAML syntax: {problem}") from error
+        return f"{where}: YAML syntax: {problem}"
+    if isinstance(error, yaml.reader.ReaderError) and isinstance(error.position, int):
+        # libyaml counts the offset in UTF-8 bytes, PyYAML's own reader in characters
+        data = text.encode("utf-8") if _C_LOADER else text
+        start = data.rfind(b"\n" if _C_LOADER else "\n", 0, error.position) + 1  # type: ignore[arg-type]
+        line = data.count(b"\n" if _C_LOADER else "\n", 0, start) + 1  # type: ignore[arg-type]
+        before = data[start : error.position]
+        column = len(before.decode("utf-8", errors="ignore") if isinstance(before, bytes) else before) + 1
+        code = error.character if isinstance(error.character, int) else ord(error.character)
+        return f"{path}:{line}:{column}: YAML syntax: {error.reason} (character {code:#04x})"
+    return f"{path}: YAML syntax: {str(error).splitlines()[0] if str(error) else type(error).__name__}"
+
+
+def read_yaml(path: Path) -> YamlDocument:
+    """Parse one YAML document; syntax errors, duplicate keys, multiple documents and files past the
+    limits (size, nesting, alias expansion) are `ScenarioError`s saying where."""
+    try:
+        if (size := path.stat().st_size) > MAX_SCENARIO_BYTES:
+            raise ScenarioError(
+                f"{path}: {size / 1024 / 1024:.1f} MiB is more than a scenario file may hold"
+                f" ({MAX_SCENARIO_BYTES // 1024 // 1024} MiB)"
+            )
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ScenarioError(f"{path}: cannot read: {error}") from error
+    loader = YamlLoader(text)
+    try:
+        root = loader.get_single_node()
+        document = YamlDocument(path, None)
+        if root is not None:
+            check_limits(root)
+            document.data = _build(loader, root, (), document)
+        return document
+    except YamlTooLarge as error:
+        raise ScenarioError(f"{path}:{error.position.line}:{error.position.column}: {error}") from None
     except yaml.YAMLError as error:
-        raise ScenarioError(f"{path}: YAML syntax: {error}") from error
+        raise ScenarioError(syntax_error(path, error, text)) from None
     finally:
         loader.dispose()
 

@@ -26,6 +26,7 @@ from sim.adapters.chat_wire import (
     request_from_wire,
 )
 from sim.core.errors import MessageContractError
+from sim.core.json_text import loads
 from sim.core.model import ModelReply, ModelRequest
 from sim.scenario.expectations import check_request
 from sim.scenario.schema import Latency, Scenario, ScriptedReplySpec
@@ -99,7 +100,7 @@ class Simulator:
     async def chat_completions(self, request: Request) -> Response:
         """`POST /v1/chat/completions`: the next scripted reply, or the error the API would send."""
         try:
-            body = json.loads(await request.body())
+            body = loads(await request.body())
         except ValueError:
             return api_error(400, "We could not parse the JSON body of your request.")
         number = len(self.requests) + 1

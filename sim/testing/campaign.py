@@ -57,7 +57,7 @@ async def run_example(
         system_prompt=scenario.system_prompt or DEFAULT_SYSTEM_PROMPT,
         max_turns=scenario.max_turns,
     )
-    ending = await RunEnding.settle(runner.run(scenario.prompt))
+    ending = await RunEnding.settle(runner.run(scenario.require_prompt()))
     approver = world.approver
     violations = check_run(
         scenario,

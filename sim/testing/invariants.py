@@ -86,7 +86,7 @@ def check_run(
         because = f" ({ending.error})" if ending.error else ""
         found.append(Violation("outcome", f"expected {expected.outcome}, got {ending.outcome}{because}"))
     history = ending.history
-    found += _history_on_error(ending.error, history, scenario.prompt)
+    found += _history_on_error(ending.error, history, scenario.require_prompt())
     if (
         requests
         and ending.outcome in ("incomplete", "content_filter")

@@ -13,6 +13,7 @@ from typing import Protocol
 from pydantic import ValidationError
 
 from sim.core.approval import SCRIPT_DENIED_REASON
+from sim.core.json_text import loads
 from sim.core.outcome import Outcome
 from sim.core.scripted import ScriptedCommand
 from sim.scenario.schema import Scenario, ScriptedResultSpec, ScriptedToolSpec
@@ -143,7 +144,7 @@ def _validate(name: str, arguments: str, offered: set[str]) -> ExpectedResult | 
     if name not in offered:
         return _error("unknown_tool", f"Unknown tool: {name}")
     try:
-        parsed = json.loads(arguments, parse_constant=_no_constants)
+        parsed = loads(arguments, strict=True)
     except ValueError:
         return _error("invalid_json", "Tool arguments must be valid JSON")
     if not isinstance(parsed, dict):
@@ -154,10 +155,6 @@ def _validate(name: str, arguments: str, offered: set[str]) -> ExpectedResult | 
         except ValidationError:
             return _error("invalid_arguments", None)
     return None
-
-
-def _no_constants(name: str) -> None:
-    raise ValueError(name)
 
 
 def _shell(entry: ScriptedCommand, scenario: Scenario) -> ExpectedResult:

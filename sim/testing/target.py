@@ -118,9 +118,12 @@ def fuzz_target(
         try:
             if inspect.iscoroutinefunction(target):
                 client: Any = openai.AsyncOpenAI(base_url=server.url, api_key="sim-fuzz", max_retries=0)
-                asyncio.run(target(client, scenario.prompt))
+                asyncio.run(target(client, scenario.require_prompt()))
             else:
-                target(openai.OpenAI(base_url=server.url, api_key="sim-fuzz", max_retries=0), scenario.prompt)
+                target(
+                    openai.OpenAI(base_url=server.url, api_key="sim-fuzz", max_retries=0),
+                    scenario.require_prompt(),
+                )
         except Exception:  # the loop may raise on a scripted error; only its requests are judged
             pass
         if on_run is not None:

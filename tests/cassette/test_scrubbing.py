@@ -162,4 +162,4 @@ def test_the_writer_refuses_nothing_and_writes_no_secret(tmp_path: Path) -> None
         assert secret not in text
     recorded = read_cassette(path).interactions[0]
     assert joined(recorded.response.body.decode())[0] == f"line one\n{REDACTED} and {REDACTED}"
-    assert audit(read_cassette(path)) == []
+    assert [f for f in audit(read_cassette(path)) if f.interaction is not None] == []  # no secret left

@@ -163,3 +163,19 @@ def test_once_stops_when_the_last_reply_is_a_scripted_error(tmp_path: Path) -> N
         assert server.wait(timeout=20) == 0
         assert server.stderr is not None
         assert "served 2 requests; 2 replies sent" in server.stderr.read()
+
+
+def test_a_scenario_without_a_prompt_is_served_but_not_played(tmp_path: Path) -> None:
+    scenario = tmp_path / "serve-only.yaml"
+    scenario.write_text("name: serve-only\nreplies:\n  - content: Hello from the script.\n")
+    with served(scenario, "--once") as (server, base_url):
+        done = sim_run(base_url, tmp_path, "The client brings its own prompt.")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.rstrip().endswith("Hello from the script.")
+        assert server.wait(timeout=20) == 0
+    played = subprocess.run([*SIM, "play", str(scenario)], capture_output=True, text=True, timeout=60)
+    assert played.returncode == 1
+    assert played.stdout.splitlines()[1] == (
+        f"  ! {scenario}: missing required key 'prompt' (a scenario without one can only be served by"
+        " `sim serve`)"
+    )
