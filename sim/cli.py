@@ -470,7 +470,7 @@ def serve(
     problems = simulator.problems + simulator.unused()
     for problem in problems:
         err.print(f"! {problem}", markup=False)
-    err.print(f"served {len(simulator.requests)} requests; {simulator.answered} replies sent", markup=False)
+    err.print(f"served {simulator.received} requests; {simulator.answered} replies sent", markup=False)
     if problems and (once or simulator.problems):
         raise typer.Exit(1)
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections import deque
+from collections.abc import AsyncIterator, Callable, MutableSequence
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.applications import Starlette
@@ -49,6 +51,92 @@ def api_error(
     return JSONResponse(body, status_code=status, headers=headers)
 
 
+@dataclass(frozen=True, slots=True)
+class RefusedParameter:
+    """A request parameter the API would refuse, or that sim does not honour."""
+
+    param: str
+    message: str
+    code: str = "invalid_type"
+
+
+_TYPED = (("model", str, "a string"), ("stream", bool, "a boolean"), ("stream_options", dict, "an object"),
+          ("n", int, "an integer"), ("logprobs", bool, "a boolean"), ("max_tokens", int, "an integer"),
+          ("max_completion_tokens", int, "an integer"))  # fmt: skip
+
+
+def refused_parameter(body: dict[str, Any]) -> RefusedParameter | None:
+    """What the API would answer with a 400, or what sim cannot honour (a simulator that answered one
+    choice to `n: 2`, or null to `logprobs: true`, would pass tests that it should fail)."""
+    for name, kind, label in _TYPED:
+        value = body.get(name)
+        if value is not None and (not isinstance(value, kind) or (kind is int and isinstance(value, bool))):
+            return RefusedParameter(
+                name, f"Invalid type for '{name}': expected {label}, but got {type(value).__name__}."
+            )
+    options = body.get("stream_options")
+    if options is not None and not body.get("stream"):
+        return RefusedParameter(
+            "stream_options", "The 'stream_options' parameter is only allowed when 'stream' is enabled."
+        )
+    if options is not None and not isinstance(options.get("include_usage", False), bool):
+        return RefusedParameter("stream_options.include_usage", "Invalid type for 'include_usage'.")
+    if body.get("n") not in (None, 1):
+        message = f"sim serves one choice per request: n must be 1, not {body['n']}."
+        return RefusedParameter("n", message, "unsupported_value")
+    for param in ("logprobs", "top_logprobs"):
+        if body.get(param) not in (None, False):
+            message = f"sim does not simulate log probabilities: '{param}' is not supported."
+            return RefusedParameter(param, message, "unsupported_parameter")
+    return _refused_tool_choice(body.get("tool_choice"), body.get("tools"))
+
+
+def _refused_tool_choice(choice: Any, tools: Any) -> RefusedParameter | None:
+    if choice is None or choice in ("none", "auto", "required"):
+        return None
+    name = _named_choice(choice)
+    if name is None:
+        return RefusedParameter(
+            "tool_choice",
+            "Invalid value for 'tool_choice': expected 'none', 'auto', 'required' or"
+            " {'type': 'function', 'function': {'name': ...}}.",
+        )
+    offered = [
+        tool["function"].get("name")
+        for tool in tools or []
+        if isinstance(tool, dict) and isinstance(tool.get("function"), dict)
+    ]
+    if name not in offered:
+        return RefusedParameter(
+            "tool_choice",
+            f"Invalid value for 'tool_choice': no function named '{name}' was specified in 'tools'.",
+            "invalid_value",
+        )
+    return None
+
+
+def _named_choice(choice: Any) -> str | None:
+    """The function a `tool_choice` names, if it names one."""
+    if not isinstance(choice, dict) or choice.get("type") != "function":
+        return None
+    function = choice.get("function")
+    name = function.get("name") if isinstance(function, dict) else None
+    return name if isinstance(name, str) else None
+
+
+def contradicts_tool_choice(choice: Any, reply: ModelReply) -> str | None:
+    """How a scripted reply contradicts the request's `tool_choice` (the real model could not answer so)."""
+    calls = [call.name for call in reply.message.tool_calls]
+    if choice == "required" and not calls:
+        return "the request says tool_choice 'required', but the scripted reply calls no tool"
+    if choice == "none" and calls:
+        return f"the request says tool_choice 'none', but the scripted reply calls {', '.join(calls)}"
+    name = _named_choice(choice)
+    if name is not None and (not calls or any(call != name for call in calls)):
+        return f"the request says tool_choice {name!r}, but the scripted reply calls {calls or 'no tool'}"
+    return None
+
+
 class Simulator:
     """One scenario being served: what comes next, what was asked, and what went wrong."""
 
@@ -66,7 +154,10 @@ class Simulator:
             (spec, scripted_reply(spec, ids))
             for spec, ids in zip(scenario.replies, scenario.call_ids(), strict=True)
         ]
-        self.requests: list[ModelRequest] = []
+        self.requests: MutableSequence[ModelRequest] = deque(maxlen=len(self.steps)) if cycle else []
+        """The requests answered (in cycle mode only the latest round, so memory stays bounded)."""
+        self.received = 0
+        """Every request received, answered or not."""
         self.problems: list[str] = []
         self.answered = 0
         self.app = Starlette(
@@ -103,7 +194,15 @@ class Simulator:
             body = loads(await request.body())
         except ValueError:
             return api_error(400, "We could not parse the JSON body of your request.")
-        number = len(self.requests) + 1
+        self.received += 1
+        number = self.received
+        if not isinstance(body, dict):
+            return api_error(400, "The request body must be a JSON object.")
+        if (refused := refused_parameter(body)) is not None:
+            self.problems.append(f"request {number}: invalid request: {refused.param}: {refused.message}")
+            error = {"message": refused.message, "type": "invalid_request_error", "param": refused.param,
+                     "code": refused.code}  # fmt: skip
+            return JSONResponse({"error": error}, status_code=400)
         try:
             decoded = request_from_wire(body)
         except MessageContractError as error:
@@ -132,6 +231,12 @@ class Simulator:
             if differences:
                 self.problems += differences
                 return api_error(400, "; ".join(differences), code="sim_expectation_failed")
+        if spec.error is None and not spec.malformed:
+            contradiction = contradicts_tool_choice(body.get("tool_choice"), reply)
+            if contradiction is not None:
+                problem = f"request {number}: script and request disagree: {contradiction}"
+                self.problems.append(problem)
+                return api_error(400, problem, code="sim_script_mismatch")
         latency = spec.latency or self.scenario.latency
         stream = bool(body.get("stream"))
         if not stream and latency.first_byte:

@@ -311,3 +311,89 @@ def test_cut_reply_that_is_not_streamed_is_a_body_cut_short(tmp_path: Path) -> N
     assert response.text.startswith('{"id": "chatcmpl-sim')
     with pytest.raises(ValueError, match=r"."):
         response.json()
+
+
+class TestHonesty:
+    """Malformed requests get the API's 4xx; what sim cannot honour is refused, never silently faked."""
+
+    @pytest.mark.parametrize(
+        ("extra", "param"),
+        [
+            ({"stream_options": "x", "stream": True}, "stream_options"),
+            ({"stream_options": {"include_usage": True}}, "stream_options"),
+            ({"stream": "yes"}, "stream"),
+            ({"n": "2"}, "n"),
+            ({"n": 2}, "n"),
+            ({"n": 5}, "n"),
+            ({"logprobs": True}, "logprobs"),
+            ({"top_logprobs": 3}, "top_logprobs"),
+            ({"model": 7}, "model"),
+            ({"tool_choice": "sometimes"}, "tool_choice"),
+            ({"tool_choice": {"type": "function", "function": {"name": "nope"}}}, "tool_choice"),
+        ],
+    )
+    def test_refused_with_a_400_naming_the_parameter(self, extra: dict[str, Any], param: str) -> None:
+        sim = simulator()
+        (response,) = post(sim, {"messages": [SYSTEM, USER], "tools": TOOLS, **extra})
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["param"] == param
+        assert sim.answered == 0  # the script is not consumed by a refused request
+        assert sim.problems[0].startswith(f"request 1: invalid request: {param}: ")
+
+    def test_n_1_and_logprobs_false_are_served(self) -> None:
+        body = {"messages": [SYSTEM, USER], "tools": TOOLS, "n": 1, "logprobs": False}
+        (response,) = post(simulator(), body)
+        assert response.status_code == 200
+
+    def test_json_nested_100k_deep_is_a_400(self) -> None:
+        async def send() -> httpx2.Response:
+            transport = httpx2.ASGITransport(app=simulator().app)
+            async with httpx2.AsyncClient(transport=transport, base_url="http://sim.test") as client:
+                body = '{"messages":' + "[" * 100_000 + "]" * 100_000 + "}"
+                return await client.post("/v1/chat/completions", content=body)
+
+        response = asyncio.run(send())
+        assert response.status_code == 400
+        assert response.json()["error"]["type"] == "invalid_request_error"
+
+    @pytest.mark.parametrize(
+        ("tool_choice", "problem"),
+        [
+            ("required", "the request says tool_choice 'required', but the scripted reply calls no tool"),
+            (
+                {"type": "function", "function": {"name": "shell"}},
+                "the request says tool_choice 'shell', but the scripted reply calls no tool",
+            ),
+        ],
+    )
+    def test_a_text_reply_contradicting_tool_choice_is_a_mismatch(
+        self, tmp_path: Path, tool_choice: Any, problem: str
+    ) -> None:
+        sim = simulator("prompt: p\nreplies:\n  - content: Just text.\n", tmp_path)
+        body = {"messages": [USER], "tools": TOOLS, "tool_choice": tool_choice}
+        (response,) = post(sim, body)
+        assert response.status_code == 400
+        assert response.json()["error"]["code"] == "sim_script_mismatch"
+        assert sim.problems == [f"request 1: script and request disagree: {problem}"]
+
+    def test_calls_contradicting_tool_choice_none_are_a_mismatch(self) -> None:
+        sim = simulator()
+        (response,) = post(sim, {"messages": [SYSTEM, USER], "tools": TOOLS, "tool_choice": "none"})
+        assert response.status_code == 400
+        assert sim.problems == [
+            "request 1: script and request disagree: the request says tool_choice 'none', but the scripted"
+            " reply calls shell"
+        ]
+
+    def test_replies_that_honour_tool_choice_are_served(self) -> None:
+        sim = simulator()
+        (response,) = post(sim, {"messages": [SYSTEM, USER], "tools": TOOLS, "tool_choice": "required"})
+        assert response.status_code == 200
+        assert sim.problems == []
+
+    def test_cycle_mode_keeps_a_bounded_number_of_requests(self, tmp_path: Path) -> None:
+        sim = simulator("prompt: p\nreplies:\n  - content: a\n  - content: b\n", tmp_path, cycle=True)
+        big = {"role": "user", "content": "x" * 100_000}
+        responses = post(sim, *({"messages": [big]} for _ in range(40)))
+        assert all(r.status_code == 200 for r in responses)
+        assert (sim.received, sim.answered, len(sim.requests)) == (40, 40, 2)
