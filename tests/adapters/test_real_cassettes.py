@@ -16,8 +16,9 @@ import pytest
 from sim import ModelAPIError, ModelRequest, SystemMessage, UserMessage
 from sim.cassette.reader import RecordedInteraction, read_cassette
 from tests.adapters.endpoint import Endpoint
+from tests.corpus import needs_corpus, real_cassettes
 
-REAL = Path(__file__).resolve().parents[2].parent / "shared" / "real-cassettes"
+pytestmark = needs_corpus
 
 Calls = list[tuple[str, str, str]]
 # cassette name prefix -> per chat interaction: (finish_reason, start of content or None, calls),
@@ -97,7 +98,7 @@ EXPECTED: dict[str, list[tuple[str, str | None, Calls] | int]] = {
 
 CASES = [
     pytest.param(path, prefix, id=path.stem.split("__")[0] + "/" + path.stem.split("__")[1])
-    for path in sorted(REAL.glob("*.yaml"))
+    for path in real_cassettes()
     for prefix in [next(p for p in EXPECTED if path.name.startswith(p))]
 ]
 
@@ -110,7 +111,7 @@ def serve(interaction: RecordedInteraction) -> httpx2.Response:
 
 
 def test_every_real_cassette_is_covered() -> None:
-    assert len(CASES) == len(list(REAL.glob("*.yaml"))) == 8
+    assert len(CASES) == len(real_cassettes()) == 8
 
 
 @pytest.mark.parametrize(("path", "prefix"), CASES)

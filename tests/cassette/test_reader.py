@@ -9,8 +9,7 @@ import yaml
 
 from sim import CassetteError
 from sim.cassette.reader import read_cassette
-
-REAL = Path(__file__).resolve().parents[2].parent / "shared" / "real-cassettes"
+from tests.corpus import needs_corpus, real_cassettes
 
 
 def write(tmp_path: Path, data: object) -> Path:
@@ -122,7 +121,8 @@ def test_unreadable_cassettes_say_where(tmp_path: Path, text: str, problem: str)
     assert str(tmp_path) in str(caught.value)
 
 
-@pytest.mark.parametrize("path", sorted(REAL.glob("*.yaml")), ids=lambda p: p.stem.split("__")[0])
+@needs_corpus
+@pytest.mark.parametrize("path", real_cassettes(), ids=lambda p: p.stem.split("__")[0])
 def test_every_real_cassette_reads(path: Path) -> None:
     cassette = read_cassette(path)
     assert cassette.interactions

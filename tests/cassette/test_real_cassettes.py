@@ -12,8 +12,10 @@ from sim.cassette.audit import audit
 from sim.cassette.reader import read_cassette
 from sim.cli import app
 from sim.scenario import load_scenario, play_file
+from tests.corpus import needs_corpus, real_cassettes
 
-REAL = sorted((Path(__file__).resolve().parents[2].parent / "shared" / "real-cassettes").glob("*.yaml"))
+pytestmark = needs_corpus
+REAL = real_cassettes()
 IDS = [p.stem.split("__")[0] + "/" + p.stem.split("__")[1] for p in REAL]
 BUNDLED = sorted((Path(__file__).resolve().parents[2] / "cassettes").glob("*.yaml"))
 

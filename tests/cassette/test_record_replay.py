@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from sim.cassette.replay import replay_cassette
+from tests.corpus import needs_corpus, real_cassettes
 
 ROOT = Path(__file__).resolve().parents[2]
 SIM = [sys.executable, "-m", "sim.cli"]
@@ -175,10 +176,11 @@ def test_a_partly_played_cassette_fails(tmp_path: Path) -> None:
     assert report.problems == ("cassette only partly played: 1 of 3 interactions never requested",)
 
 
+@needs_corpus
 def test_a_cassette_not_recorded_by_sim_cannot_be_replayed() -> None:
     from sim import CassetteError
 
-    foreign = next((ROOT.parent / "shared" / "real-cassettes").glob("magentic*.yaml"))
+    foreign = next(p for p in real_cassettes() if p.name.startswith("magentic"))
     with pytest.raises(CassetteError, match="no sim: block"):
         asyncio.run(replay_cassette(foreign))
 
