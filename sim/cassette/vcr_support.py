@@ -7,8 +7,10 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import vcr
+from vcr.errors import CannotOverwriteExistingCassetteException
 from vcr.persisters.filesystem import CassetteNotFoundError
 from vcr.serialize import deserialize
 from vcr.serializers import yamlserializer
@@ -66,3 +68,40 @@ def sim_vcr(record_mode: str = "none", secrets: tuple[str, ...] | None = None) -
     recorder.register_matcher("canonical_body", canonical_body)
     recorder.register_persister(SimPersister(known))
     return recorder
+
+
+def missing_recording(error: CannotOverwriteExistingCassetteException) -> str:
+    """sim's own words for vcrpy's "can't play back this request": which request had no recording, how
+    the nearest recorded one differs (its first differing JSON path), and the `--sim-record` to use."""
+    cassette, request = error.cassette, error.failed_request
+    played = sum(1 for count in cassette.play_counts.values() if count)
+    what = f"{request.method} {urlsplit(request.uri).path}"
+    if error.reason == "cassette_not_found":
+        lines = [f"cassette {cassette._path} does not exist: request {played + 1} ({what}) has no recording"]
+    elif error.reason == "already_played":
+        lines = [f"cassette {cassette._path}: request {played + 1} ({what}) was recorded, but fewer times"
+                 " than the test now sends it"]  # fmt: skip
+    else:
+        lines = [f"cassette {cassette._path} has no recording of request {played + 1} ({what})"]
+        differences = [message for _, _, failed in error.similar_requests for name, message in failed
+                       if name == "canonical_body"]  # fmt: skip
+        if differences:
+            lines.append(f"  the nearest recorded request differs at {differences[0]}")
+        elif error.similar_requests:
+            lines.append(f"  no recorded request goes to {what}")
+    lines.append(
+        "  run pytest with --sim-record=once to record what is missing, or --sim-record=all to record the"
+        " test's whole cassette again"
+    )
+    return "\n".join(lines)
+
+
+def missing_recording_in(error: BaseException | None) -> CannotOverwriteExistingCassetteException | None:
+    """vcrpy's missing-recording error, wherever it stands in `error`'s chain (an SDK wraps it)."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, CannotOverwriteExistingCassetteException):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sim.cassette.vcr_support import RECORD_MODES, sim_vcr
+from sim.cassette.vcr_support import RECORD_MODES, missing_recording, missing_recording_in, sim_vcr
 from sim.scenario.loader import SCENARIO_SUFFIXES
 from sim.scenario.player import PlayReport, play_file
 
@@ -109,10 +109,14 @@ class ScenarioItem(pytest.Item):
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Remember whether the test itself failed: a cassette it left unplayed is then no news."""
+    """Remember whether the test itself failed (a cassette it left unplayed is then no news); a failure
+    for want of a recording is told in sim's words, not vcrpy's."""
     report = yield
     if report.when == "call":
         item.stash[_CALL_FAILED] = report.failed
+        missing = missing_recording_in(call.excinfo.value if call.excinfo else None)
+        if report.failed and missing is not None:
+            report.longrepr = missing_recording(missing)
     return report
 
 

@@ -66,7 +66,14 @@ def test_record_once_then_replay_offline(
     pytester.makepyfile(test_agent=TEST.replace("PROMPT", "hello there"))
     changed = pytester.runpytest_subprocess()
     changed.assert_outcomes(failed=1)
-    changed.stdout.fnmatch_lines(['*messages[[]1[]].content: recorded "hi" != now "hello there"*'])
+    changed.stdout.fnmatch_lines(
+        [
+            f"*cassette {cassette} has no recording of request 1 (POST /v1/chat/completions)",
+            '*nearest recorded request differs at messages[[]1[]].content: recorded "hi" != now "hello*',
+            "*run pytest with --sim-record=once to record what is missing, or --sim-record=all*",
+        ]
+    )
+    assert "record_mode" not in changed.stdout.str() and "new_episodes" not in changed.stdout.str()
 
     pytester.makepyfile(test_agent=TEST.replace("PROMPT", "hi"))
     data = yaml.safe_load(text)
@@ -87,6 +94,13 @@ def test_without_a_cassette_replay_mode_never_reaches_the_network(
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(failed=1)
     assert not (pytester.path / "cassettes" / "hello.yaml").exists()
+    result.stdout.fnmatch_lines(
+        [
+            "*cassette *hello.yaml does not exist: request 1 (POST /v1/chat/completions) has no recording",
+            "*--sim-record=once*",
+        ]
+    )
+    assert "record_mode" not in result.stdout.str()
 
 
 def test_record_mode_must_be_known(pytester: pytest.Pytester) -> None:
