@@ -13,6 +13,8 @@ from pathlib import Path
 from sim.core.commands import CommandOutput, OutputBudget
 
 _CHUNK_BYTES = 64 * 1024
+OUTPUT_GRACE_SECONDS = 0.25
+"""How long output may still arrive after the shell has exited (children it started may hold the pipe)."""
 
 
 def shell_argv(command: str) -> list[str]:
@@ -33,34 +35,50 @@ class SubprocessRunner:
     the whole process tree is killed."""
 
     async def run(self, command: str, *, cwd: Path, timeout: float, max_chars: int) -> CommandOutput:
-        """Run `command`; `OSError` when the shell cannot be started."""
-        process = await asyncio.create_subprocess_exec(
-            *shell_argv(command),
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=sys.platform != "win32",
-            creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),
-        )
-        assert process.stdout is not None
+        """Run `command`; `OSError` when the shell cannot be started.
+
+        Returns once the shell itself has exited and its output has had `OUTPUT_GRACE_SECONDS` to
+        arrive: a child it left in the background (`server &`) keeps running, and what it prints
+        afterwards is not read."""
+        read_end, write_end = os.pipe()  # ours, so that waiting for the shell never waits for the pipe
+        try:
+            process = await asyncio.create_subprocess_exec(
+                *shell_argv(command),
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=write_end,
+                stderr=subprocess.STDOUT,
+                start_new_session=sys.platform != "win32",
+                creationflags=getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0),
+            )
+        except BaseException:
+            os.close(read_end)
+            raise
+        finally:
+            os.close(write_end)
         budget = OutputBudget(max_chars)
+        output = asyncio.StreamReader()
+        pipe, _ = await asyncio.get_running_loop().connect_read_pipe(
+            lambda: asyncio.StreamReaderProtocol(output), os.fdopen(read_end, "rb", buffering=0)
+        )
 
         async def drain() -> None:
-            assert process.stdout is not None
-            while chunk := await process.stdout.read(_CHUNK_BYTES):
+            while chunk := await output.read(_CHUNK_BYTES):
                 budget.feed_bytes(chunk)
-            await process.wait()
 
+        reading = asyncio.ensure_future(drain())
         timed_out = False
         try:
-            await asyncio.wait_for(drain(), timeout)
+            await asyncio.wait_for(process.wait(), timeout)
         except TimeoutError:
             timed_out = True
         finally:
             if process.returncode is None or timed_out:
                 _kill_tree(process.pid)
                 await process.wait()
+            await asyncio.wait([reading], timeout=OUTPUT_GRACE_SECONDS)
+            reading.cancel()
+            pipe.close()
         return CommandOutput(
             output=budget.text(),
             exit_code=None if timed_out else process.returncode,

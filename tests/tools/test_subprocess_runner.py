@@ -118,3 +118,22 @@ def test_environment_is_inherited(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("SIM_TEST_MARKER", "present")
     assert run("echo $SIM_TEST_MARKER", tmp_path).output == "present\n"
     assert os.environ["SIM_TEST_MARKER"] == "present"
+
+
+def test_a_background_child_holding_the_output_does_not_hold_the_call(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    started = time.monotonic()
+    result = run(f"sleep 151 & echo $! > {pid_file}; echo started", tmp_path, timeout=30)
+    elapsed = time.monotonic() - started
+    child = int(pid_file.read_text())
+    try:
+        assert (result.output.strip(), result.exit_code, result.timed_out) == ("started", 0, False)
+        assert elapsed < 5, f"waited {elapsed:.1f} s for a child the shell left running"
+        assert alive(child)  # left running, as a terminal would leave it
+    finally:
+        os.kill(child, 9)
+
+
+def test_output_written_just_before_the_shell_exits_is_kept(tmp_path: Path) -> None:
+    result = run("(sleep 0.05; echo late) & sleep 0.01; echo early; wait", tmp_path)
+    assert result.output.splitlines() == ["early", "late"]
