@@ -223,6 +223,8 @@ def check(
 
 def _open_one(file: Path, read: Callable[[Path], _Read]) -> _Read:
     """One file read by `read`, or exit: 2 when there is no such file, 1 when it cannot be read."""
+    if file.is_dir():
+        raise _usage_error(f"{file} is a folder: this command takes one file")
     if not file.is_file():
         raise _usage_error(f"no such file: {file}")
     try:
@@ -456,6 +458,8 @@ def serve(
     ] = False,
 ) -> None:
     """Serve an OpenAI-compatible /v1/chat/completions that answers from SCENARIO."""
+    if not 0 <= port <= 65535:
+        raise _usage_error(f"--port must be from 0 to 65535, not {port}")
     scenario = _open_one(scenario_file, load_scenario)
     try:
         sock = listen(host, port)

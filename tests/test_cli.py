@@ -136,3 +136,10 @@ def test_fuzz_json(tmp_path: Path) -> None:
     assert summary["runs"] == 30
     assert sum(summary["outcomes"].values()) == 30
     assert (summary["violations"], summary["saved"]) == ([], None)
+
+
+def test_a_folder_where_one_file_is_wanted_says_so() -> None:
+    for command in (["show"], ["convert", "-o", "out.yaml"]):
+        result = CliRunner().invoke(app, [command[0], str(SCENARIOS), *command[1:]])
+        assert result.exit_code == 2
+        assert result.output.strip() == f"error: {SCENARIOS} is a folder: this command takes one file"

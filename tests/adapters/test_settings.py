@@ -75,3 +75,33 @@ def test_the_key_is_masked_in_repr(monkeypatch: pytest.MonkeyPatch) -> None:
     assert KEY not in shown
     assert KEY[6:] not in shown
     assert "sk-" in shown
+
+
+@pytest.mark.parametrize("key", ["sk-line\nbreak-0123", "sk-accentué-0123", "sk-two words-0123"])
+def test_a_key_no_header_can_carry_is_refused_without_showing_it(
+    monkeypatch: pytest.MonkeyPatch, key: str
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://x/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.setenv("OPENAI_MODEL", "m")
+    with pytest.raises(ConfigurationError) as caught:
+        Settings.load()
+    assert "sk-" not in str(caught.value)
+    assert "which no HTTP header can carry" in str(caught.value)
+
+
+def test_a_base_url_port_out_of_range_is_a_configuration_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:99999/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_MODEL", "m")
+    with pytest.raises(ConfigurationError, match=r"port out of range \(0-65535\)"):
+        Settings.load()
+
+
+def test_account_ids_are_secrets_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://x/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_MODEL", "m")
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-abc")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj_def")
+    assert Settings.load().secrets == (KEY, "org-abc", "proj_def")

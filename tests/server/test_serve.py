@@ -179,3 +179,16 @@ def test_a_scenario_without_a_prompt_is_served_but_not_played(tmp_path: Path) ->
         f"  ! {scenario}: missing required key 'prompt' (a scenario without one can only be served by"
         " `sim serve`)"
     )
+
+
+@pytest.mark.parametrize("port", ["99999", "-1"])
+def test_a_port_out_of_range_is_a_one_line_usage_error(port: str) -> None:
+    done = subprocess.run(
+        [*SIM, "serve", str(SCENARIOS / "echo-42.yaml"), "--port", port],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"error: --port must be from 0 to 65535, not {port}"]
