@@ -222,6 +222,21 @@ class ToolRegistry:
         self._tools[tool.name] = tool
         self._snapshot = None
 
+    def replace(self, tool: ToolDefinition) -> None:
+        """Put `tool` in place of the registered tool of the same name; later turns see the new one."""
+        if tool.name not in self._tools:
+            raise ConfigurationError(f"tool not registered: {tool.name}")
+        self._specs[tool.name] = tool.spec()
+        self._tools[tool.name] = tool
+        self._snapshot = None
+
+    def remove(self, name: str) -> None:
+        """Stop offering the tool called `name` from the next turn on."""
+        if name not in self._tools:
+            raise ConfigurationError(f"tool not registered: {name}")
+        del self._tools[name], self._specs[name]
+        self._snapshot = None
+
     def snapshot(self) -> ToolSnapshot:
         """An immutable view of the current tools (reused until the registry changes)."""
         if self._snapshot is None:

@@ -343,6 +343,56 @@ class TestToolCalls:
         assert second.messages[-1].content == "Error [unknown_tool]: Unknown tool: late"
         assert seen == ["now"]
 
+    def test_a_turns_calls_run_against_the_snapshot_its_model_saw(self) -> None:
+        """The schema the model sees and the tools its calls run on are one frozen set, even when the
+        registry changes while the request is in flight."""
+        registry = ToolRegistry()
+        ran: list[str] = []
+
+        def tool(name: str, label: str) -> ToolDefinition:
+            def handler(args: Note, ctx: ToolContext) -> ToolResult:
+                ran.append(f"{label}:{args.text}")
+                return ToolResult.ok(label)
+
+            return ToolDefinition(name, f"The {label} tool.", Note, "write", handler)
+
+        registry.register(tool("note", "old note"))
+        registry.register(tool("gone", "gone"))
+        script = ScriptedModel(
+            [
+                reply(call("c1", "note", {"text": "a"}), call("c2", "gone", {"text": "b"}),
+                      call("c3", "late", {"text": "c"})),
+                reply(call("c4", "note", {"text": "d"}), call("c5", "gone", {"text": "e"})),
+                ModelReply.final("ok"),
+            ]
+        )  # fmt: skip
+
+        class Mutating:
+            """A model client that changes the registry while its first request is in flight."""
+
+            async def complete(self, request: Any) -> ModelReply:
+                if not script.requests:
+                    registry.register(tool("late", "late"))
+                    registry.replace(tool("note", "new note"))
+                    registry.remove("gone")
+                return await script.complete(request)
+
+        AgentRunner(Mutating(), registry, AllowAllApprover()).run_sync("go")
+        first, second, _ = script.requests
+        assert [s.name for s in first.tools] == ["note", "gone"]
+        assert [s.name for s in second.tools] == ["note", "late"]
+        assert ran == ["old note:a", "gone:b", "new note:d"]
+        results = [m.content for m in second.messages if isinstance(m, ToolMessage)]
+        assert results == ["old note", "gone", "Error [unknown_tool]: Unknown tool: late"]
+        assert script.requests[2].messages[-1].content == "Error [unknown_tool]: Unknown tool: gone"
+
+    def test_replacing_or_removing_an_unknown_tool_is_refused(self) -> None:
+        registry = ToolRegistry()
+        with pytest.raises(ConfigurationError, match="tool not registered: note"):
+            registry.replace(note_tool([]))
+        with pytest.raises(ConfigurationError, match="tool not registered: note"):
+            registry.remove("note")
+
 
 class TestEvents:
     def test_observer_sees_the_run_as_it_happens(self) -> None:
