@@ -10,8 +10,9 @@ from typing import Any
 
 from sim.cassette.conversations import Conversation, HttpFailure
 from sim.cassette.session import result_from_text
+from sim.core.calls import CallRef, keyed, results_in_history
 from sim.core.json_text import loads
-from sim.core.messages import SystemMessage, ToolMessage, UserMessage
+from sim.core.messages import AssistantMessage, SystemMessage, UserMessage
 from sim.core.model import ModelReply
 
 NOT_RECORDED = "(result not recorded)"
@@ -24,12 +25,11 @@ def scenario_data(conversation: Conversation, *, name: str, source: str) -> dict
     system = next((m.content for m in first.messages if isinstance(m, SystemMessage)), None)
     prompt = next((m.content for m in reversed(first.messages) if isinstance(m, UserMessage)), "")
     offered = {spec.name for spec in first.tools}
-    answered = {
-        m.tool_call_id: m.content for e in exchanges for m in e.messages if isinstance(m, ToolMessage)
-    }
+    earlier = sum(isinstance(m, AssistantMessage) for m in first.messages)  # turns before the recording
+    answered = results_in_history(exchanges[-1].messages, first_turn=1 - earlier)
     replies: list[dict[str, Any]] = []
-    results: dict[str, Any] = {}
-    for exchange in exchanges:
+    results: dict[CallRef, Any] = {}
+    for turn, exchange in enumerate(exchanges, 1):
         reply = exchange.reply
         if isinstance(reply, HttpFailure):
             replies.append(_failure(reply))
@@ -37,8 +37,8 @@ def scenario_data(conversation: Conversation, *, name: str, source: str) -> dict
         replies.append(_reply(reply))
         for call in reply.message.tool_calls:
             if call.name in offered and _is_object(call.arguments):
-                result = result_from_text(answered.get(call.id, NOT_RECORDED))
-                results[call.id] = (
+                result = result_from_text(answered.get((call.id, turn), NOT_RECORDED))
+                results[(call.id, turn)] = (
                     result.content
                     if not result.is_error
                     else {"content": result.content, "is_error": True, "error_code": result.error_code}
@@ -57,7 +57,7 @@ def scenario_data(conversation: Conversation, *, name: str, source: str) -> dict
         {"name": spec.name, "description": spec.description, "parameters": dict(spec.parameters)}
         for spec in first.tools
     ]
-    data["results"] = results
+    data["results"] = keyed(results)
     data["replies"] = replies
     expect: dict[str, Any] = {"outcome": outcome, "turns": len(replies)}
     if final_text is not None:

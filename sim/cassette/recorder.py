@@ -13,6 +13,7 @@ from vcr.persisters.filesystem import CassetteNotFoundError
 from sim.cassette.secrets import SECRET_HEADERS
 from sim.cassette.session import RecordedSession, RecordedTool, echoed_results
 from sim.cassette.writer import exchanges_from_vcr, write_cassette
+from sim.core.calls import CallRef, keyed
 from sim.core.events import RunEvent, ToolCallFinished
 from sim.core.loop import AgentRunner, RunEnding
 from sim.core.tools import ToolResult
@@ -60,12 +61,12 @@ def record_run(
     A run that raises an `AgentError` is recorded too (its outcome is in the `sim:` block); anything else
     (a crash, Ctrl-C) leaves no file, or the previous one untouched.
     """
-    results: dict[str, ToolResult] = {}
+    results: dict[CallRef, ToolResult] = {}
     watching = runner.observer
 
     def observe(event: RunEvent) -> None:
         if isinstance(event, ToolCallFinished):
-            results[event.call.id] = event.result
+            results[(event.call.id, event.turn)] = event.result
         if watching is not None:
             watching(event)
 
@@ -78,6 +79,7 @@ def record_run(
         runner.observer = watching
     exchanges = exchanges_from_vcr(persister.saved or {"requests": [], "responses": []})
     echoed = echoed_results(exchange.request_body for exchange in exchanges)
+    named = keyed({call: call for call in results})  # `id@turn` wherever the run reused an id
     session = RecordedSession(
         prompt=prompt,
         system_prompt=runner.system.content,
@@ -93,7 +95,7 @@ def record_run(
         final_text=ending.final_text,
         turns=ending.turns,
         error=str(ending.error) if ending.error else None,
-        tool_results={call_id: r for call_id, r in results.items() if call_id not in echoed},
+        tool_results={key: results[call] for key, call in named.items() if call not in echoed},
     )
     write_cassette(path, exchanges, sim=session.model_dump(mode="json"), secrets=secrets)
     return ending

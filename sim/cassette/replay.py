@@ -24,6 +24,7 @@ from sim.cassette.reader import Cassette, RecordedInteraction, read_cassette
 from sim.cassette.session import RecordedSession, echoed_results, result_from_text
 from sim.cassette.writer import without_layout
 from sim.core.approval import AllowAllApprover
+from sim.core.calls import call_key, find
 from sim.core.errors import CassetteError, ConfigurationError
 from sim.core.loop import AgentRunner
 from sim.core.outcome import Outcome
@@ -170,7 +171,7 @@ def replayable(cassette: Cassette) -> Replay:
 def recorded_results(session: RecordedSession, chats: Sequence[RecordedInteraction]) -> dict[str, ToolResult]:
     """Every tool result of the recording: those the requests echo, and those the `sim:` block keeps."""
     echoed = echoed_results(interaction.request.body for interaction in chats)
-    results = {call_id: result_from_text(text) for call_id, text in echoed.items()}
+    results = {call_key(*call): result_from_text(text) for call, text in echoed.items()}
     results.update(session.tool_results)
     return results
 
@@ -191,12 +192,12 @@ async def replay_cassette(path: Path) -> ReplayReport:
         ):
             if recorded != now:
                 problems.append(f"{field}: recorded {json.dumps(recorded)} != now {json.dumps(now)}")
-        for call_id, recorded_result in session.tool_results.items():
-            event = recorder.tool_results.get(call_id)
+        for key, recorded_result in session.tool_results.items():
+            event = find(recorder.tool_results, key)
             now_content = event.result.content if event else None
             if now_content != recorded_result.content:
                 recorded_text, now_text = json.dumps(recorded_result.content), json.dumps(now_content)
-                problems.append(f"tool_results.{call_id}: recorded {recorded_text} != now {now_text}")
+                problems.append(f"tool_results.{key}: recorded {recorded_text} != now {now_text}")
     if unplayed := transport.unplayed():
         problems.append(
             f"cassette only partly played: {unplayed} of {len(chats)} interactions never requested"

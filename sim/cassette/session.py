@@ -8,6 +8,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 
+from sim.adapters.chat_wire import messages_from_wire
+from sim.core.calls import CallRef, results_in_history
+from sim.core.errors import MessageContractError
 from sim.core.json_text import loads
 from sim.core.outcome import Outcome
 from sim.core.tools import ToolResult
@@ -40,7 +43,9 @@ class RecordedSession(BaseModel):
     turns: NonNegativeInt
     error: str | None = None
     tool_results: dict[str, ToolResult] = Field(
-        default_factory=dict, description="Results no later request echoes (e.g. of a last turn)."
+        default_factory=dict,
+        description="Results no later request echoes (e.g. of a last turn), by call key (`id`, or"
+        " `id@turn` when the id is reused across turns).",
     )
 
 
@@ -53,18 +58,14 @@ def result_from_text(content: str) -> ToolResult:
     return ToolResult(content=content, is_error=bool(found), error_code=found.group(1) if found else None)
 
 
-def echoed_results(request_bodies: Iterable[bytes | None]) -> dict[str, str]:
-    """The tool results a session's requests send back, by call id: those in its largest request body
-    (a run's history only grows, so it holds every earlier one; parsing every body would cost the square
-    of the session)."""
+def echoed_results(request_bodies: Iterable[bytes | None]) -> dict[CallRef, str]:
+    """The tool results a session's requests send back, by call and turn: those in its largest request
+    body (a run's history only grows, so it holds every earlier one; parsing every body would cost the
+    square of the session)."""
     largest = max(request_bodies, key=lambda body: len(body or b""), default=None)
     try:
         body = loads(largest) if largest else None
-    except ValueError:
+        messages = messages_from_wire(body.get("messages") if isinstance(body, dict) else None)
+    except (ValueError, MessageContractError):
         return {}
-    messages = body.get("messages", []) if isinstance(body, dict) else []
-    return {
-        str(message.get("tool_call_id")): str(message.get("content", ""))
-        for message in messages
-        if isinstance(message, dict) and message.get("role") == "tool"
-    }
+    return results_in_history(messages)

@@ -201,7 +201,7 @@ class AgentRunner:
         self._emit(ToolCallApproved, turn, call, decision)
         if not decision.allowed:
             return ToolResult.error("permission_denied", decision.reason)
-        return await snapshot.invoke(prepared, self.workspace)
+        return await snapshot.invoke(prepared, self.workspace, turn)
 
     async def _approve(self, request: ApprovalRequest) -> ApprovalDecision:
         try:

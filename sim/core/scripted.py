@@ -7,11 +7,12 @@ hold, and `assert_complete()` raises when parts of the script were never used.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from sim.core.approval import SCRIPT_DENIED_REASON, ApprovalDecision, ApprovalRequest
+from sim.core.calls import call_key
 from sim.core.commands import CommandOutput, OutputBudget
 from sim.core.errors import ScenarioError
 from sim.core.messages import RequestPairing, ToolCall
@@ -137,30 +138,24 @@ class ScriptedHandlerFailure(RuntimeError):
 
 
 class ScriptedToolResults:
-    """Answers tool calls by call id from a script: a tool handler for tools whose results are scripted.
+    """Answers tool calls from a script, by call key: a tool handler for tools whose results are scripted.
 
-    A result given as an exception instance is raised instead of returned. `on_answer` hears each call
-    answered (e.g. to make more tools available once a call ran).
+    A key is the call id, or `id@turn` for the call of that id made in that turn (ids may be reused
+    across turns); `id@turn` is looked up first. A result given as an exception instance is raised
+    instead of returned.
     """
 
-    def __init__(
-        self,
-        results: Mapping[str, ToolResult | Exception],
-        on_answer: Callable[[ToolCall], None] | None = None,
-    ) -> None:
+    def __init__(self, results: Mapping[str, ToolResult | Exception]) -> None:
         self._unused: dict[str, ToolResult | Exception] = dict(results)
         self.calls: list[ToolCall] = []
-        self.on_answer = on_answer
 
     def answer(self, arguments: object, context: ToolContext) -> ToolResult:
         """The scripted result of `context.call`; `ScenarioError` when there is none (or it was used)."""
         call = context.call
         self.calls.append(call)
-        result = self._unused.pop(call.id, None)
+        result = self._unused.pop(call_key(call.id, context.turn), None) or self._unused.pop(call.id, None)
         if result is None:
-            raise ScenarioError(f"no scripted result for call {call.id} ({call.name})")
-        if self.on_answer is not None:
-            self.on_answer(call)
+            raise ScenarioError(f"no scripted result for call {call.id} ({call.name}) in turn {context.turn}")
         if isinstance(result, Exception):
             raise result
         return result

@@ -72,6 +72,8 @@ class ToolContext:
 
     workspace: Path
     call: ToolCall
+    turn: int = 0
+    """The turn whose reply made the call (1 for the run's first request); 0 outside a run."""
 
 
 ToolHandler = Callable[[Any, ToolContext], "ToolResult | Awaitable[ToolResult]"]
@@ -186,13 +188,13 @@ class ToolSnapshot:
             )
         return PreparedCall(call, tool, arguments)
 
-    async def invoke(self, prepared: PreparedCall, workspace: Path) -> ToolResult:
+    async def invoke(self, prepared: PreparedCall, workspace: Path, turn: int = 0) -> ToolResult:
         """Run the handler; an exception or a wrong return type becomes an error result.
 
         `AgentError`s (e.g. a scripted fake running out of script) are not results: they propagate.
         """
         try:
-            outcome = prepared.tool.handler(prepared.arguments, ToolContext(workspace, prepared.call))
+            outcome = prepared.tool.handler(prepared.arguments, ToolContext(workspace, prepared.call, turn))
             if inspect.isawaitable(outcome):
                 outcome = await outcome
         except AgentError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sim.core.calls import CallRef
 from sim.core.events import (
     ModelReplied,
     RunEnded,
@@ -60,10 +61,11 @@ class TranscriptRecorder:
 
     def __init__(self) -> None:
         self.lines: list[str] = []
-        self.tool_results: dict[str, ToolCallFinished] = {}
+        self.tool_results: dict[CallRef, ToolCallFinished] = {}
+        """Each call's result, by `(id, turn)`."""
 
     def __call__(self, event: RunEvent) -> None:
         """Record one event."""
         self.lines.extend(describe(event))
         if isinstance(event, ToolCallFinished):
-            self.tool_results[event.call.id] = event
+            self.tool_results[(event.call.id, event.turn)] = event

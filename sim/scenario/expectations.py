@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from sim.core.calls import CallRef, ambiguity, find, turns_by_id
 from sim.core.model import ModelRequest
 from sim.core.outcome import Outcome
 from sim.core.tools import ToolResult
@@ -24,7 +25,7 @@ def check_run(
     error: str | None,
     final_text: str | None,
     turns: int,
-    tool_results: Mapping[str, ToolResult],
+    tool_results: Mapping[CallRef, ToolResult],
     requests: Sequence[ModelRequest] | None,
 ) -> list[str]:
     """Every way the run differs from `scenario.expect`, and from the replies' `expect_request`s when
@@ -36,11 +37,13 @@ def check_run(
         problems.append(f"expect.outcome: expected {expect.outcome!r}, got {outcome!r}{because}")
     problems += _differs("expect.final_text", expect.final_text, final_text)
     problems += _differs("expect.turns", expect.turns, turns)
-    for call_id, wanted in expect.tool_results.items():
-        field = f"expect.tool_results.{call_id}"
-        got = tool_results.get(call_id)
+    used = turns_by_id(tool_results)
+    for key, wanted in expect.tool_results.items():
+        field = f"expect.tool_results.{key}"
+        got = find(tool_results, key)
         if got is None:
-            problems.append(f"{field}: no call with this id ran")
+            unclear = ambiguity(key, used)
+            problems.append(f"{field}: {unclear}" if unclear else f"{field}: no call with this id ran")
             continue
         problems += _differs(f"{field}.content", wanted.content, got.content)
         problems += _differs(f"{field}.is_error", wanted.is_error, got.is_error)

@@ -10,6 +10,7 @@ from typing import Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from sim.core.calls import ambiguity, turns_by_id
 from sim.core.errors import ScenarioError
 from sim.scenario.schema import Scenario
 from sim.scenario.yaml_source import DataPath, YamlDocument, read_yaml
@@ -32,6 +33,10 @@ def load_scenario(path: Path | str) -> Scenario:
         scenario = Scenario.model_validate(document.data)
     except ValidationError as error:
         raise _explain(document, error) from None
+    used = turns_by_id(scenario.calls())
+    for at, key in scenario.call_keys():
+        if (unclear := ambiguity(key, used)) is not None:
+            raise document.fail(at, f"{_dotted(at)}: {unclear}", key=at[-1] == key)
     if scenario.name is None:
         scenario = scenario.model_copy(update={"name": path.stem})
     return scenario

@@ -105,7 +105,7 @@ async def play_scenario(
             error=str(error) if error else None,
             final_text=final_text,
             turns=turns,
-            tool_results={call_id: event.result for call_id, event in recorder.tool_results.items()},
+            tool_results={call: event.result for call, event in recorder.tool_results.items()},
             requests=scripted.requests if simulator is None else None,
         )
     return PlayReport(

@@ -7,11 +7,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
 
+from sim.core.calls import CallRef
 from sim.core.commands import DEFAULT_MAX_CHARS, DEFAULT_TIMEOUT_SECONDS
 from sim.core.errors import ScenarioError
 from sim.core.model import FinishReason
 from sim.core.outcome import Outcome
 from sim.core.scripted import ScriptedCommand
+from sim.scenario.yaml_source import DataPath
 
 BuiltinTool = Literal["shell"]
 """The built-in tools a scenario can offer by name."""
@@ -247,6 +249,21 @@ class Scenario(_Strict):
                 " served by `sim serve`)"
             )
         return self.prompt
+
+    def calls(self) -> list[CallRef]:
+        """Every scripted call as `(id, turn)`: reply n answers request n, so its calls are turn n's."""
+        return [(call_id, turn) for turn, ids in enumerate(self.call_ids(), 1) for call_id in ids]
+
+    def call_keys(self) -> list[tuple[DataPath, str]]:
+        """Where the file names a call by key (results, expected results, `available_after`), and the key."""
+        named: list[tuple[DataPath, str]] = [(("results", key), key) for key in self.results]
+        named += [(("expect", "tool_results", key), key) for key in self.expect.tool_results]
+        named += [
+            (("tools", index, "available_after"), tool.available_after)
+            for index, tool in enumerate(self.tools)
+            if isinstance(tool, ScriptedToolSpec) and tool.available_after is not None
+        ]
+        return named
 
     def call_ids(self) -> list[list[str]]:
         """The id of every call, reply by reply, with `call_<n>` filled in where none was written."""

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import inspect
+from dataclasses import dataclass, replace
+from typing import Any
 
 from sim.adapters.chat_wire import REPLY_NOT_JSON, STREAM_ENDED_EARLY
 from sim.core.approval import AllowAllApprover, Approver, DenyAllApprover
+from sim.core.calls import call_key
 from sim.core.errors import ModelAPIError, ModelReplyError, ScenarioError
 from sim.core.messages import AssistantMessage, ToolCall
 from sim.core.model import ModelReply
@@ -16,7 +19,7 @@ from sim.core.scripted import (
     ScriptedModel,
     ScriptedToolResults,
 )
-from sim.core.tools import AnyArguments, ToolDefinition, ToolRegistry, ToolResult
+from sim.core.tools import AnyArguments, ToolContext, ToolDefinition, ToolRegistry, ToolResult
 from sim.scenario.schema import Scenario, ScriptedReplySpec, ScriptedResultSpec, ScriptedToolSpec
 from sim.tools.shell import shell_tool
 
@@ -95,26 +98,40 @@ def build_world(scenario: Scenario) -> ScriptedWorld:
     tools = ToolRegistry()
     waiting: dict[str, list[ToolDefinition]] = {}
 
-    def unlock(call: ToolCall) -> None:
-        for tool in waiting.pop(call.id, []):
-            tools.register(tool)
+    def unlocking(tool: ToolDefinition) -> ToolDefinition:
+        """`tool`, and once one of its calls ran, the tools waiting for that call are offered."""
 
-    results = ScriptedToolResults(
-        {call_id: _result(spec) for call_id, spec in scenario.results.items()}, unlock
-    )
+        async def handler(arguments: Any, context: ToolContext) -> ToolResult:
+            try:
+                outcome = tool.handler(arguments, context)
+                return await outcome if inspect.isawaitable(outcome) else outcome
+            finally:
+                call = context.call
+                for waiting_tool in waiting.pop(call_key(call.id, context.turn), []) + waiting.pop(
+                    call.id, []
+                ):
+                    tools.register(waiting_tool)
+
+        return replace(tool, handler=handler)
+
+    results = ScriptedToolResults({key: _result(spec) for key, spec in scenario.results.items()})
     for tool in scenario.tools:
         if tool == "shell":
             tools.register(
-                shell_tool(commands, timeout=scenario.shell.timeout, max_chars=scenario.shell.max_chars)
+                unlocking(
+                    shell_tool(commands, timeout=scenario.shell.timeout, max_chars=scenario.shell.max_chars)
+                )
             )
         elif isinstance(tool, ScriptedToolSpec):
-            definition = ToolDefinition(
-                tool.name,
-                tool.description or f"The scripted tool {tool.name}.",
-                AnyArguments,
-                tool.effect,
-                results.answer,
-                parameters=tool.parameters,
+            definition = unlocking(
+                ToolDefinition(
+                    tool.name,
+                    tool.description or f"The scripted tool {tool.name}.",
+                    AnyArguments,
+                    tool.effect,
+                    results.answer,
+                    parameters=tool.parameters,
+                )
             )
             if tool.available_after is None:
                 tools.register(definition)

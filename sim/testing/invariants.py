@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sim.core.calls import results_in_history
 from sim.core.errors import AgentError, MessageContractError
 from sim.core.loop import RunEnding
 from sim.core.messages import (
@@ -136,19 +137,18 @@ def _one_result_per_call(history: Sequence[ChatMessage]) -> list[Violation]:
 
 def _results(expected: Expected, history: Sequence[ChatMessage]) -> list[Violation]:
     found = []
-    seen = {m.tool_call_id: m.content for m in history if isinstance(m, ToolMessage)}
-    for call_id, wanted in expected.results.items():
-        content = seen.get(call_id)
+    seen = results_in_history(history)
+    for (call_id, turn), wanted in expected.results.items():
+        content = seen.get((call_id, turn))
+        name = f"{call_id} (turn {turn})"
         if content is None:
             continue  # a missing result is one_result_per_call's to report
         if wanted.content is not None and content != wanted.content:
-            found.append(Violation("results", f"{call_id}: expected {wanted.content!r}, got {content!r}"))
+            found.append(Violation("results", f"{name}: expected {wanted.content!r}, got {content!r}"))
         elif (
             wanted.content is None
             and wanted.error_code
             and not content.startswith(f"Error [{wanted.error_code}]")
         ):
-            found.append(
-                Violation("results", f"{call_id}: expected error {wanted.error_code}, got {content!r}")
-            )
+            found.append(Violation("results", f"{name}: expected error {wanted.error_code}, got {content!r}"))
     return found

@@ -13,6 +13,7 @@ from typing import Protocol
 from pydantic import ValidationError
 
 from sim.core.approval import SCRIPT_DENIED_REASON
+from sim.core.calls import CallRef, call_key
 from sim.core.json_text import loads
 from sim.core.outcome import Outcome
 from sim.core.scripted import ScriptedCommand
@@ -35,7 +36,8 @@ class Expected:
     outcome: Outcome
     turns: int
     final_text: str | None = None
-    results: dict[str, ExpectedResult] = field(default_factory=dict)
+    results: dict[CallRef, ExpectedResult] = field(default_factory=dict)
+    """Each call's result, by `(id, turn)`."""
     offered: list[list[str]] = field(default_factory=list)
     """The tools offered in each request, in order."""
     valid_calls: list[str] = field(default_factory=list)
@@ -59,8 +61,8 @@ class Answers(Protocol):
         """How `command` ends."""
         ...
 
-    def result(self, call_id: str) -> str | ScriptedResultSpec:
-        """What the scripted tool returns for `call_id`."""
+    def result(self, call_id: str, turn: int) -> str | ScriptedResultSpec:
+        """What the scripted tool returns for turn `turn`'s call `call_id`."""
         ...
 
 
@@ -84,8 +86,9 @@ class ScriptAnswers:
         self._commands.remove(entry)
         return entry
 
-    def result(self, call_id: str) -> str | ScriptedResultSpec:
-        spec = self._scenario.results.get(call_id)
+    def result(self, call_id: str, turn: int) -> str | ScriptedResultSpec:
+        results = self._scenario.results
+        spec = results.get(call_key(call_id, turn), results.get(call_id))
         if spec is None:
             raise ValueError(f"the script has no result for the call {call_id}")
         return spec
@@ -126,14 +129,17 @@ def expect(scenario: Scenario, answers: Answers | None = None) -> Expected:
                 expected.valid_calls.append(call_id)
                 if not world.approve(call_id):
                     result = _error("permission_denied", SCRIPT_DENIED_REASON)
-                elif call.name == "shell":
-                    command = json.loads(call.raw_arguments())["command"]
-                    expected.runs.append(command)
-                    result = _shell(world.command(command), scenario)
                 else:
-                    result = _scripted(world.result(call_id))
-                    available += [t.name for t in scripted.values() if t.available_after == call_id]
-            expected.results[call_id] = result
+                    if call.name == "shell":
+                        command = json.loads(call.raw_arguments())["command"]
+                        expected.runs.append(command)
+                        result = _shell(world.command(command), scenario)
+                    else:
+                        result = _scripted(world.result(call_id, turn))
+                    ran = (call_key(call_id, turn), call_id)  # whatever tool ran it
+                    available += [t.name for t in scripted.values()
+                                  if t.available_after in ran and t.name not in available]  # fmt: skip
+            expected.results[(call_id, turn)] = result
         if turn == scenario.max_turns:
             expected.outcome = "max_turns"
             return expected

@@ -1,11 +1,12 @@
 """Hypothesis strategies for hostile model behaviour and the world's answers, as whole scenarios.
 
-`scenarios()` draws a script (replies for up to `max_turns` requests: parallel calls, duplicate ids,
-unknown tools, invalid JSON, non-object and schema-violating arguments, empty and null content, every
-finish reason, API errors, malformed and cut replies) and a world to match it (command outputs, exit
-codes, timeouts, start failures, approval answers, scripted tools that raise or appear mid-run). Its
-`expect:` block is the oracle's, so a drawn scenario is a complete test that `sim play` can run. Draws
-shrink toward few replies, few calls and the first choice of every list, which reads as a small script.
+`scenarios()` draws a script (replies for up to `max_turns` requests: parallel calls, duplicate ids, call
+ids reused across turns, unknown tools, invalid JSON, non-object and schema-violating arguments, empty and
+null content, every finish reason, API errors, malformed and cut replies) and a world to match it
+(command outputs, exit codes, timeouts, start failures, approval answers, scripted tools that raise or
+appear once a shell or scripted call ran). Its `expect:` block is the oracle's, so a drawn scenario is a
+complete test that `sim play` can run. Draws shrink toward few replies, few calls and the first choice of
+every list, which reads as a small script.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from sim.core.calls import CallRef, call_key, keyed
 from sim.core.messages import ToolCall
 from sim.core.scripted import ScriptedCommand
 from sim.core.tools import ToolRegistry
@@ -159,18 +161,22 @@ def scenarios(
     shapes = [draw(calling_replies()) for _ in range(calling)]
     if calling < turns:
         shapes.append(draw(final_replies()))
+    # Some endpoints number calls afresh each turn (`call_1` every turn): ids are unique per message only.
+    ids_per_turn = draw(st.sampled_from((False, False, True)))
+    unlocker = draw(st.sampled_from(("install", "shell")))  # deploy is offered once such a call ran
     replies: list[dict[str, Any]] = []
     number = 0
-    install_id: str | None = None
-    for shape in shapes:  # drawn values can be shared objects: build fresh ones
+    unlocking: CallRef | None = None
+    for turn, shape in enumerate(shapes, 1):  # drawn values can be shared objects: build fresh ones
         reply = {key: value for key, value in shape.items() if key != "duplicate_ids"}
         if "tool_calls" in reply:
+            first = 1 if ids_per_turn else number + 1
             reply["tool_calls"] = [
-                {**call, "id": f"call_{number + n}"} for n, call in enumerate(reply["tool_calls"], 1)
+                {**call, "id": f"call_{first + n}"} for n, call in enumerate(reply["tool_calls"])
             ]
             number += len(reply["tool_calls"])
-            install_id = install_id or next(
-                (c["id"] for c in reply["tool_calls"] if c["name"] == "install"), None
+            unlocking = unlocking or next(
+                ((c["id"], turn) for c in reply["tool_calls"] if c["name"] == unlocker and _runs(c)), None
             )
         replies.append(reply)
         if shape.get("duplicate_ids") and len(reply.get("tool_calls", [])) > 1:
@@ -184,15 +190,28 @@ def scenarios(
         "tools": [
             "shell",
             {"name": "install", "description": "Installs the deploy tool."},
-            {"name": "deploy", "description": "Deploys.", "available_after": install_id or "never"},
+            {"name": "deploy", "description": "Deploys.", "available_after": _named(unlocking, ids_per_turn)},
         ],
         "approvals": [],
         "replies": replies,
     }
     drawn = _DrawnAnswers(draw)
     expected = expect(Scenario.model_validate(data), drawn)
-    data.update(approvals=drawn.approvals, commands=drawn.commands, results=drawn.results)
+    data.update(approvals=drawn.approvals, commands=drawn.commands, results=keyed(drawn.results))
     return Scenario.model_validate({**data, "expect": _expectations(expected)})
+
+
+def _runs(call: dict[str, Any]) -> bool:
+    """Whether a drawn call passes validation (so it runs when approved): `install`, or a valid shell call."""
+    arguments = call["arguments"]
+    return call["name"] == "install" or (isinstance(arguments, dict) and arguments.get("command") in COMMANDS)
+
+
+def _named(call: CallRef | None, ids_per_turn: bool) -> str:
+    """How a scenario names `call`: by `id@turn` where ids repeat across turns, else by its id."""
+    if call is None:
+        return "never"
+    return call_key(*call) if ids_per_turn else call[0]
 
 
 class _DrawnAnswers:
@@ -203,7 +222,7 @@ class _DrawnAnswers:
         self._draw = draw
         self.approvals: list[bool] = []
         self.commands: list[dict[str, Any]] = []
-        self.results: dict[str, Any] = {}
+        self.results: dict[CallRef, Any] = {}
 
     def approve(self, call_id: str) -> bool:
         answer = self._draw(st.booleans().map(lambda denied: not denied))
@@ -215,11 +234,11 @@ class _DrawnAnswers:
         self.commands.append({"command": command, **outcome})
         return ScriptedCommand(command, **outcome)
 
-    def result(self, call_id: str) -> str | ScriptedResultSpec:
+    def result(self, call_id: str, turn: int) -> str | ScriptedResultSpec:
         result = self._draw(
-            st.one_of(st.just(f"{call_id} done"), st.just({"content": "boom", "raises": True}))
+            st.one_of(st.just(f"{call_id} done in turn {turn}"), st.just({"content": "boom", "raises": True}))
         )
-        self.results[call_id] = result
+        self.results[(call_id, turn)] = result
         return result if isinstance(result, str) else ScriptedResultSpec(**result)
 
 
@@ -229,9 +248,9 @@ def _expectations(expected: Expected) -> dict[str, Any]:
         "turns": expected.turns,
         "final_text": expected.final_text,
         "tool_results": {
-            call_id: {"content": result.content, "is_error": result.error_code is not None,
-                      "error_code": result.error_code}
-            for call_id, result in expected.results.items()
+            key: {"content": result.content, "is_error": result.error_code is not None,
+                  "error_code": result.error_code}
+            for key, result in keyed(expected.results).items()
         },
     }  # fmt: skip
 

@@ -145,16 +145,18 @@ def test_written_files_follow_the_umask_and_leave_no_temporary(tmp_path: Path) -
     assert [p.name for p in target.parent.iterdir()] == ["out.yaml"]
 
 
-def test_echoed_results_come_from_the_largest_request() -> None:
+def test_echoed_results_come_from_the_largest_request_paired_by_turn() -> None:
     from sim.cassette.session import echoed_results
 
-    def body(*tool_ids: str) -> bytes:
-        messages = [{"role": "user", "content": "hi"}] + [
-            {"role": "tool", "tool_call_id": call_id, "content": f"result {call_id}"} for call_id in tool_ids
-        ]
+    def body(*turns: str) -> bytes:
+        messages: list[dict] = [{"role": "user", "content": "hi"}]
+        for number, call_id in enumerate(turns, 1):
+            call = {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": f"turn {number}"})
         return json.dumps({"messages": messages}).encode()
 
-    assert echoed_results([body(), body("a"), body("a", "b")]) == {"a": "result a", "b": "result b"}
-    assert set(echoed_results([body(), body("a"), body("a", "b")])) == {"a", "b"}
+    assert echoed_results([body(), body("a"), body("a", "b")]) == {("a", 1): "turn 1", ("b", 2): "turn 2"}
+    assert echoed_results([body("call_0", "call_0")]) == {("call_0", 1): "turn 1", ("call_0", 2): "turn 2"}
     assert echoed_results([]) == {}
     assert echoed_results([b"not json", None]) == {}

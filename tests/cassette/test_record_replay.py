@@ -260,3 +260,36 @@ def test_a_key_holding_a_line_break_is_never_shown(tmp_path: Path, command: str,
         "error: OPENAI_API_KEY holds a space, a control character (a line break?) or a non-ASCII"
         " character, which no HTTP header can carry"
     ]
+
+
+REUSED_IDS = """
+name: reuse
+prompt: Run two commands.
+commands:
+  - {command: echo one, output: one}
+  - {command: echo two, output: two}
+replies:
+  - tool_calls: [{id: call_0, name: shell, arguments: {command: echo one}}]
+  - tool_calls: [{id: call_0, name: shell, arguments: {command: echo two}}]
+  - content: one then two
+"""
+
+
+def test_a_call_id_reused_on_a_later_turn_is_paired_by_turn(tmp_path: Path) -> None:
+    """Some endpoints send `call_0` every turn: each turn's result belongs to that turn's call."""
+    from sim.scenario import load_scenario, play_file
+
+    script = tmp_path / "reuse.yaml"
+    script.write_text(REUSED_IDS)
+    cassette = tmp_path / "reuse-cassette.yaml"
+    with served(script) as base_url:
+        done = record(base_url, cassette, tmp_path, "Run two commands.", "--approve", "always")
+    assert done.returncode == 0, done.stderr
+    report = asyncio.run(replay_cassette(cassette))
+    assert report.problems == ()
+    converted = tmp_path / "converted.yaml"
+    subprocess.run([*SIM, "convert", str(cassette), "-o", str(converted)], check=True, timeout=60)
+    assert load_scenario(converted).results == {"call_0@1": "one", "call_0@2": "two"}
+    played = asyncio.run(play_file(converted))
+    assert played.problems == ()
+    assert played.final_text == "one then two"

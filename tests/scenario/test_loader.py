@@ -119,3 +119,37 @@ def test_scenario_files_searches_folders_recursively_in_order(tmp_path: Path) ->
         (tmp_path / name).write_text("x")
     found = scenario_files([tmp_path])
     assert [p.relative_to(tmp_path).as_posix() for p in found] == ["a.yml", "b/z.yaml", "c.yaml"]
+
+
+def test_a_plain_id_used_in_several_turns_must_say_which(tmp_path: Path) -> None:
+    path = tmp_path / "ambiguous.yaml"
+    path.write_text(
+        "prompt: p\n"
+        "tools: [{name: add}]\n"
+        "results:\n"
+        "  call_0: three\n"
+        "replies:\n"
+        "  - tool_calls: [{id: call_0, name: add}]\n"
+        "  - tool_calls: [{id: call_0, name: add}]\n"
+        "  - content: done\n"
+    )
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert str(caught.value) == (
+        f"{path}:4:3: results.call_0: the call id call_0 is used in turns 1, 2: write call_0@1 or call_0@2"
+    )
+
+
+def test_turn_keys_name_each_turns_call(tmp_path: Path) -> None:
+    path = tmp_path / "turns.yaml"
+    path.write_text(
+        "prompt: p\n"
+        "tools: [{name: add}]\n"
+        "results: {call_0@1: three, call_0@2: five}\n"
+        "replies:\n"
+        "  - tool_calls: [{id: call_0, name: add}]\n"
+        "  - tool_calls: [{id: call_0, name: add}]\n"
+        "  - content: done\n"
+        "expect: {tool_results: {call_0@1: {content: three}, call_0@2: {content: five}}}\n"
+    )
+    assert load_scenario(path).results == {"call_0@1": "three", "call_0@2": "five"}

@@ -281,7 +281,7 @@ class TestScriptedTools:
 
     def test_a_call_without_a_scripted_result(self, tmp_path: Path) -> None:
         report = play(tmp_path, self.TEXT.replace("call_2: {content", "call_9: {content"))
-        assert report.problems == ("no scripted result for call call_2 (add)",)
+        assert report.problems == ("no scripted result for call call_2 (add) in turn 1",)
 
     def test_unused_results(self, tmp_path: Path) -> None:
         text = self.TEXT.replace('call_1: "4"', 'call_1: "4"\n      spare: "never"')
@@ -319,6 +319,51 @@ def test_a_tool_can_become_available_after_a_call(tmp_path: Path) -> None:
       tool_results:
         call_2: {error_code: unknown_tool}
         call_3: {content: deployed}
+    """
+    assert play(tmp_path, text).problems == ()
+    assert asyncio.run(play_file(tmp_path / "case.yaml", via="sdk")).problems == ()
+
+
+def test_a_tool_becomes_available_after_a_shell_call(tmp_path: Path) -> None:
+    text = """
+    prompt: p
+    tools:
+      - shell
+      - {name: deploy, available_after: call_1}
+    commands: [{command: make, output: built}]
+    results: {call_2: deployed}
+    replies:
+      - tool_calls: [{name: shell, arguments: {command: make}}]
+        expect_request: {tools: [shell]}
+      - tool_calls: [{name: deploy}]
+        expect_request: {tools: [shell, deploy]}
+      - content: ok
+    expect: {tool_results: {call_2: {content: deployed}}}
+    """
+    assert play(tmp_path, text).problems == ()
+    assert asyncio.run(play_file(tmp_path / "case.yaml", via="sdk")).problems == ()
+
+
+def test_reused_ids_get_each_turns_result_and_unlock_by_turn(tmp_path: Path) -> None:
+    text = """
+    prompt: p
+    tools:
+      - {name: step}
+      - {name: deploy, available_after: call_0@2}
+    results: {call_0@1: first, call_0@2: second, call_0@3: deployed}
+    replies:
+      - tool_calls: [{id: call_0, name: step}]
+        expect_request: {tools: [step]}
+      - tool_calls: [{id: call_0, name: step}]
+        expect_request: {tools: [step]}
+      - tool_calls: [{id: call_0, name: deploy}]
+        expect_request: {tools: [step, deploy]}
+      - content: ok
+    expect:
+      tool_results:
+        call_0@1: {content: first}
+        call_0@2: {content: second}
+        call_0@3: {content: deployed}
     """
     assert play(tmp_path, text).problems == ()
     assert asyncio.run(play_file(tmp_path / "case.yaml", via="sdk")).problems == ()
