@@ -278,7 +278,14 @@ def convert(
     A cassette holding several conversations gives one file each: OUTPUT, then OUTPUT-2, OUTPUT-3...
     """
     recorded = _open_one(cassette, read_cassette)
-    found = conversations(recorded)
+    found = []
+    for conversation in conversations(recorded):
+        first = conversation.exchanges[0]
+        if first.request_problem:
+            where = f"interaction {first.interaction.index}"
+            err.print(f"skipped {where}: its request cannot be read: {first.request_problem}", markup=False)
+        else:
+            found.append(conversation)
     if not found:
         raise _usage_error(f"{cassette}: no chat completions to convert")
     targets = [

@@ -38,9 +38,22 @@ class Exchange:
 
 @dataclass(slots=True)
 class Conversation:
-    """Requests that each extend the one before; a request that does not starts another conversation."""
+    """Requests that each extend the one before (in recorded order, other conversations' requests may
+    come between them)."""
 
     exchanges: list[Exchange] = field(default_factory=list)
+
+    def continued_by(self, messages: list[ChatMessage]) -> tuple[bool, int] | None:
+        """How well `messages` continue this conversation (its last reply comes next, the length of what
+        it repeats), or None when they do not extend it. A conversation ending in an unreadable request
+        is continued by nothing."""
+        last = self.exchanges[-1]
+        previous = last.messages
+        if last.request_problem or len(messages) <= len(previous) or messages[: len(previous)] != previous:
+            return None
+        reply = last.reply
+        carries_reply = isinstance(reply, ModelReply) and messages[len(previous)] == reply.message
+        return carries_reply, len(previous)
 
 
 def _request(
@@ -86,19 +99,28 @@ def _text(value: object) -> str | None:
 
 
 def conversations(cassette: Cassette) -> list[Conversation]:
-    """The cassette's chat completions grouped into conversations, in recorded order."""
+    """The cassette's chat completions grouped into conversations, in recorded order. Each request joins
+    the conversation it continues best (the one whose last reply it carries, then the one it repeats
+    most of), so conversations that take turns (concurrent tests, several agents) stay whole; a request
+    that cannot be read stands alone."""
     found: list[Conversation] = []
-    previous: list[ChatMessage] = []
     for interaction in cassette.interactions:
         if not interaction.is_chat_completion:
             continue
         messages, tools, streamed, problem = _request(interaction)
-        extends = bool(found) and len(messages) > len(previous) and messages[: len(previous)] == previous
-        if not extends:
-            found.append(Conversation())
-        new = messages[len(previous) :] if extends else messages
-        found[-1].exchanges.append(
+        scored = (
+            []
+            if problem
+            else [(fit, index) for index, c in enumerate(found) if (fit := c.continued_by(messages))]
+        )
+        if scored:
+            conversation = found[max(scored)[1]]
+            new = messages[len(conversation.exchanges[-1].messages) :]
+        else:
+            conversation = Conversation()
+            found.append(conversation)
+            new = messages
+        conversation.exchanges.append(
             Exchange(interaction, messages, new, tools, streamed, _reply(interaction), problem)
         )
-        previous = messages
     return found

@@ -1,0 +1,94 @@
+"""Grouping a cassette's chat completions into conversations: requests that take turns, unreadable ones."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from typer.testing import CliRunner
+
+from sim.cassette.conversations import conversations
+from sim.cassette.reader import read_cassette
+from sim.cli import app
+from sim.scenario import load_scenario, play_file
+
+TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
+
+
+def calling(call_id: str, city: str) -> dict[str, Any]:
+    arguments = json.dumps({"city": city})
+    call = {"id": call_id, "type": "function", "function": {"name": "lookup", "arguments": arguments}}
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+
+def interaction(messages: list[dict[str, Any]], reply: dict[str, Any]) -> dict[str, Any]:
+    finish = "tool_calls" if reply.get("tool_calls") else "stop"
+    body = {"choices": [{"index": 0, "message": reply, "finish_reason": finish}]}
+    request_body = json.dumps({"model": "m", "messages": messages, "tools": [TOOL]})
+    return {
+        "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions", "headers": {},
+                    "body": request_body},
+        "response": {"status": {"code": 200, "message": "OK"}, "headers": {},
+                     "body": {"string": json.dumps(body)}},
+    }  # fmt: skip
+
+
+def conversation(city: str) -> list[dict[str, Any]]:
+    """Two requests: a question answered with a call, then the result answered with text."""
+    first = [{"role": "user", "content": f"Weather in {city}?"}]
+    call = calling("call_1", city)
+    second = [*first, call, {"role": "tool", "tool_call_id": "call_1", "content": f"{city}: sunny"}]
+    return [
+        interaction(first, call),
+        interaction(second, {"role": "assistant", "content": f"Sunny in {city}."}),
+    ]
+
+
+def write(tmp_path: Path, interactions: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "cassette.yaml"
+    path.write_text(yaml.safe_dump({"interactions": interactions, "version": 1}))
+    return path
+
+
+def test_conversations_that_take_turns_stay_whole(tmp_path: Path) -> None:
+    a1, a2 = conversation("Paris")
+    b1, b2 = conversation("Oslo")
+    path = write(tmp_path, [a1, b1, a2, b2])
+    found = conversations(read_cassette(path))
+    assert [[e.interaction.index for e in c.exchanges] for c in found] == [[0, 2], [1, 3]]
+    result = CliRunner().invoke(app, ["convert", str(path), "-o", str(tmp_path / "out.yaml")])
+    assert result.exit_code == 0, result.output
+    for name, city in (("out.yaml", "Paris"), ("out-2.yaml", "Oslo")):
+        scenario = load_scenario(tmp_path / name)
+        assert scenario.prompt == f"Weather in {city}?"
+        assert len(scenario.replies) == 2
+        assert scenario.results == {"call_1": f"{city}: sunny"}
+        assert asyncio.run(play_file(tmp_path / name)).problems == ()
+
+
+def test_identical_first_requests_are_told_apart_by_the_reply_each_continues(tmp_path: Path) -> None:
+    a1, a2 = conversation("Paris")
+    b1 = interaction(json.loads(a1["request"]["body"])["messages"], calling("call_9", "Lyon"))
+    b2_messages = [*json.loads(a1["request"]["body"])["messages"], calling("call_9", "Lyon"),
+                   {"role": "tool", "tool_call_id": "call_9", "content": "Lyon: rain"}]  # fmt: skip
+    b2 = interaction(b2_messages, {"role": "assistant", "content": "Rain in Lyon."})
+    found = conversations(read_cassette(write(tmp_path, [a1, b1, a2, b2])))
+    assert [[e.interaction.index for e in c.exchanges] for c in found] == [[0, 2], [1, 3]]
+
+
+def test_an_unreadable_request_does_not_merge_the_next_conversation(tmp_path: Path) -> None:
+    legacy = [{"role": "user", "content": "hi"}, {"role": "function", "name": "f", "content": "x"}]
+    a1, a2 = conversation("Paris")
+    path = write(tmp_path, [interaction(legacy, {"role": "assistant", "content": "ok"}), a1, a2])
+    found = conversations(read_cassette(path))
+    assert [[e.interaction.index for e in c.exchanges] for c in found] == [[0], [1, 2]]
+    assert found[0].exchanges[0].request_problem == "messages[1].role: unsupported role 'function'"
+    result = CliRunner().invoke(app, ["convert", str(path), "-o", str(tmp_path / "out.yaml")])
+    assert result.exit_code == 0, result.output
+    assert "skipped interaction 0: its request cannot be read" in result.output
+    assert load_scenario(tmp_path / "out.yaml").prompt == "Weather in Paris?"
+    assert not (tmp_path / "out-2.yaml").exists()
+    assert asyncio.run(play_file(tmp_path / "out.yaml")).problems == ()
