@@ -117,6 +117,17 @@ def _finish_reason(value: Any) -> FinishReason:
     return value  # type: ignore[no-any-return]
 
 
+def well_formed(text: str) -> str:
+    """`text` as UTF-8 can carry it: a surrogate pair split across stream chunks (each chunk's JSON
+    escape decoded alone) joined again, and a lone surrogate replaced by U+FFFD, so that the next request
+    can be encoded."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
+
+
 def _assistant_message(raw: Any) -> AssistantMessage:
     if not isinstance(raw, Mapping):
         raise _fail("Reply message must be a JSON object")
@@ -131,7 +142,8 @@ def _assistant_message(raw: Any) -> AssistantMessage:
     raw_calls = raw.get("tool_calls") or []
     if not isinstance(raw_calls, list):
         raise _fail("tool_calls must be a list")
-    return AssistantMessage(content=content, tool_calls=tuple(_tool_call(c) for c in raw_calls))
+    text = None if content is None else well_formed(content)
+    return AssistantMessage(content=text, tool_calls=tuple(_tool_call(c) for c in raw_calls))
 
 
 def _tool_call(raw: Any) -> ToolCall:
@@ -147,7 +159,7 @@ def _tool_call(raw: Any) -> ToolCall:
         raise _fail("tool call id and function name must be non-empty strings")
     if not isinstance(arguments, str):
         raise _fail("tool call arguments must be a string")
-    return ToolCall(id=call_id, name=name, arguments=arguments)
+    return ToolCall(id=call_id, name=name, arguments=well_formed(arguments))
 
 
 def _usage(raw: Any) -> Usage | None:

@@ -8,15 +8,34 @@ from typing import Any
 from sim.core.json_text import loads
 
 
+def _by_value(value: Any) -> Any:
+    """`value` with numbers written by value: `0.0` and `1e2` are `0` and `100`, as the API reads them."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _by_value(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_by_value(item) for item in value]
+    return value
+
+
 def canonical(body: bytes | str | None) -> str:
-    """A body as canonical JSON (keys sorted, no spaces), or as its text when it is not JSON."""
+    """A body as canonical JSON (keys sorted, no spaces, numbers by value), or its text when not JSON."""
     if body is None:
         return ""
     text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
     try:
-        return json.dumps(loads(text), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return json.dumps(_by_value(loads(text)), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     except ValueError:
         return text
+
+
+def _same(recorded: Any, now: Any) -> bool:
+    """Equal JSON values: numbers by value (`0` is `0.0`), everything else by type and value."""
+    numbers = (int, float)
+    if isinstance(recorded, numbers) and isinstance(now, numbers) and bool not in (type(recorded), type(now)):
+        return recorded == now
+    return type(recorded) is type(now) and recorded == now
 
 
 def first_difference(recorded: Any, now: Any, path: str = "") -> tuple[str, Any, Any] | None:
@@ -40,7 +59,7 @@ def first_difference(recorded: Any, now: Any, path: str = "") -> tuple[str, Any,
         if len(recorded) != len(now):
             return f"{path}.length", len(recorded), len(now)
         return None
-    if recorded != now or type(recorded) is not type(now):
+    if not _same(recorded, now):
         return path or "(body)", recorded, now
     return None
 

@@ -187,13 +187,52 @@ def read_yaml(path: Path) -> YamlDocument:
         loader.dispose()
 
 
+class SpelledInt(int):
+    """An unquoted integer that remembers how the file spelled it: `010` is 8 where a number is wanted,
+    and the text `010` (not `8`) where text is (pydantic makes text of numbers with `str`)."""
+
+    spelling: str
+
+    def __new__(cls, value: int, spelling: str) -> SpelledInt:
+        number = super().__new__(cls, value)
+        number.spelling = spelling
+        return number
+
+    def __str__(self) -> str:
+        return self.spelling
+
+
+class SpelledFloat(float):
+    """An unquoted float that remembers how the file spelled it: `3.10` stays `3.10` as text."""
+
+    spelling: str
+
+    def __new__(cls, value: float, spelling: str) -> SpelledFloat:
+        number = super().__new__(cls, value)
+        number.spelling = spelling
+        return number
+
+    def __str__(self) -> str:
+        return self.spelling
+
+
+def _scalar(loader: YamlLoader, node: yaml.Node) -> Any:
+    value = loader.construct_object(node, deep=True)
+    if isinstance(node, yaml.ScalarNode) and not node.style:  # written unquoted (libyaml says "")
+        if type(value) is int:
+            return SpelledInt(value, node.value)
+        if type(value) is float:
+            return SpelledFloat(value, node.value)
+    return value
+
+
 def _build(loader: YamlLoader, node: yaml.Node, at: DataPath, document: YamlDocument) -> Any:
     document.values[at] = Position.of(node)
     if isinstance(node, yaml.MappingNode):
         loader.flatten_mapping(node)
         mapping: dict[Hashable, Any] = {}
         for key_node, value_node in node.value:
-            key = loader.construct_object(key_node, deep=True)
+            key = _scalar(loader, key_node)
             if not isinstance(key, str | int | bool | float) and key is not None:
                 raise document.fail(at, "mapping keys must be plain scalars")
             if key in mapping:
@@ -207,4 +246,4 @@ def _build(loader: YamlLoader, node: yaml.Node, at: DataPath, document: YamlDocu
         return mapping
     if isinstance(node, yaml.SequenceNode):
         return [_build(loader, item, (*at, index), document) for index, item in enumerate(node.value)]
-    return loader.construct_object(node, deep=True)
+    return _scalar(loader, node)

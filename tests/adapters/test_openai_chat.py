@@ -345,3 +345,31 @@ class TestThroughTheLoop:
             assert later["messages"][: len(earlier["messages"])] == earlier["messages"]
         assert bodies[-1]["messages"][-1] == {"role": "tool", "tool_call_id": "c2", "content": "t2"}
         assert all(body["tools"][0]["function"]["name"] == "echo" for body in bodies)
+
+
+def test_a_surrogate_pair_split_across_chunks_does_not_break_the_next_request() -> None:
+    """Each chunk's JSON is decoded alone, so `\\ud83d` and `\\ude00` arrive as two lone halves."""
+    from sim import AgentRunner, AllowAllApprover, ToolRegistry, shell_tool
+    from tests.adapters.endpoint import sse
+
+    def chunk(delta: dict[str, object], finish: str | None = None) -> dict[str, object]:
+        return {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}  # fmt: skip
+
+    call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "shell", "arguments": ""}}
+    split = sse(
+        chunk({"role": "assistant", "content": "smile \ud83d"}),
+        chunk({"content": "\ude00 and \ud800 alone"}),
+        chunk({"tool_calls": [call]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"command": "echo \ud83d'}}]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '\ude01"}'}}]}),
+        chunk({}, "tool_calls"),
+    )
+    endpoint = Endpoint(split, sse(chunk({"role": "assistant", "content": "done"}), chunk({}, "stop")))
+    runner = AgentRunner(
+        endpoint.model(stream=True), ToolRegistry([shell_tool()]), AllowAllApprover(), workspace="."
+    )
+    assert runner.run_sync("smile").final_text == "done"
+    assistant = endpoint.bodies()[1]["messages"][2]
+    assert assistant["content"] == "smile \U0001f600 and \ufffd alone"
+    assert json.loads(assistant["tool_calls"][0]["function"]["arguments"]) == {"command": "echo \U0001f601"}

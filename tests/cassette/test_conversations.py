@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 from typer.testing import CliRunner
 
-from sim.cassette.conversations import conversations
+from sim.cassette.conversations import HttpFailure, conversations
 from sim.cassette.reader import read_cassette
 from sim.cli import app
 from sim.scenario import load_scenario, play_file
@@ -92,3 +92,30 @@ def test_an_unreadable_request_does_not_merge_the_next_conversation(tmp_path: Pa
     assert load_scenario(tmp_path / "out.yaml").prompt == "Weather in Paris?"
     assert not (tmp_path / "out-2.yaml").exists()
     assert asyncio.run(play_file(tmp_path / "out.yaml")).problems == ()
+
+
+def test_a_streamed_reply_holding_line_separators_is_read_whole(tmp_path: Path) -> None:
+    """U+2028 and U+0085 are text inside a chunk, not line breaks: the stream splits on \\n, \\r only."""
+    said = "first\u2028second\u0085third"
+    chunks = [
+        {
+            "choices": [
+                {"index": 0, "delta": {"role": "assistant", "content": said[:8]}, "finish_reason": None}
+            ]
+        },
+        {"choices": [{"index": 0, "delta": {"content": said[8:]}, "finish_reason": "stop"}]},
+    ]
+    stream = "".join(f"data: {json.dumps(c, ensure_ascii=False)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    streamed = {
+        "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions", "headers": {},
+                    "body": json.dumps({"messages": [{"role": "user", "content": "hi"}], "stream": True})},
+        "response": {"status": {"code": 200, "message": "OK"},
+                     "headers": {"content-type": ["text/event-stream"]}, "body": {"string": stream}},
+    }  # fmt: skip
+    path = write(tmp_path, [streamed])
+    (found,) = conversations(read_cassette(path))
+    reply = found.exchanges[0].reply
+    assert not isinstance(reply, HttpFailure) and reply.message.content == said
+    assert CliRunner().invoke(app, ["check", str(path)]).exit_code == 0
+    assert CliRunner().invoke(app, ["convert", str(path), "-o", str(tmp_path / "s.yaml")]).exit_code == 0
+    assert load_scenario(tmp_path / "s.yaml").replies[0].content == said

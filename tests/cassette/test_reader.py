@@ -160,3 +160,12 @@ def test_echoed_results_come_from_the_largest_request_paired_by_turn() -> None:
     assert echoed_results([body("call_0", "call_0")]) == {("call_0", 1): "turn 1", ("call_0", 2): "turn 2"}
     assert echoed_results([]) == {}
     assert echoed_results([b"not json", None]) == {}
+
+
+def test_json_numbers_compare_by_value() -> None:
+    from sim.cassette.matching import canonical, describe_difference
+
+    assert canonical(b'{"temperature": 0, "n": 1.0}') == canonical(b'{"n": 1, "temperature": 0.0}')
+    assert describe_difference(b'{"temperature": 0}', b'{"temperature": 0.0}') == "bodies are equal"
+    assert describe_difference(b'{"t": 0}', b'{"t": 0.5}') == "t: recorded 0 != now 0.5"
+    assert describe_difference(b'{"t": 1}', b'{"t": true}') == "t: recorded 1 != now true"

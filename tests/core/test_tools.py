@@ -199,3 +199,20 @@ def test_schemas_are_generated_once_but_never_shared() -> None:
     assert (
         ToolRegistry([shell_tool()]).snapshot().specs[0].parameters["properties"]["command"]["minLength"] == 1
     )
+
+
+@pytest.mark.parametrize(
+    "arguments", ['{"command": "\\ud800"}', '{"command": "ls", "x": NaN}', '{"a": Infinity}']
+)
+def test_json_only_python_accepts_is_invalid_json_for_the_loop_and_the_oracle(arguments: str) -> None:
+    from sim.scenario.schema import Scenario
+    from sim.testing.oracle import expect
+
+    snapshot = ToolRegistry([shell_tool()]).snapshot()
+    result = snapshot.prepare(ToolCall(id="c1", name="shell", arguments=arguments))
+    assert result == ToolResult.error("invalid_json", "Tool arguments must be valid JSON")
+    scenario = Scenario.model_validate(
+        {"prompt": "p", "replies": [{"tool_calls": [{"id": "c1", "name": "shell", "arguments": arguments}]},
+                                    {"content": "ok"}]}
+    )  # fmt: skip
+    assert expect(scenario).results[("c1", 1)].error_code == "invalid_json"

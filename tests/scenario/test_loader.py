@@ -153,3 +153,38 @@ def test_turn_keys_name_each_turns_call(tmp_path: Path) -> None:
         "expect: {tool_results: {call_0@1: {content: three}, call_0@2: {content: five}}}\n"
     )
     assert load_scenario(path).results == {"call_0@1": "three", "call_0@2": "five"}
+
+
+def test_unquoted_number_like_text_keeps_its_spelling(tmp_path: Path) -> None:
+    path = tmp_path / "numbers.yaml"
+    path.write_text(
+        "prompt: 1.50\n"
+        "max_turns: 3\n"
+        "commands:\n"
+        "  - {command: python --version, output: 3.10, exit_code: 0}\n"
+        "  - {command: stat, output: 010}\n"
+        "  - {command: printf, output: 0x1F}\n"
+        "replies:\n"
+        "  - content: 3.10\n"
+        "expect: {final_text: 3.10, tool_results: {call_1: {content: 007}}}\n"
+    )
+    scenario = load_scenario(path)
+    assert [c.output for c in scenario.commands] == ["3.10", "010", "0x1F"]
+    assert (scenario.prompt, scenario.replies[0].content, scenario.expect.final_text) == (
+        "1.50",
+        "3.10",
+        "3.10",
+    )
+    assert scenario.expect.tool_results["call_1"].content == "007"
+    assert (scenario.max_turns, scenario.commands[0].exit_code) == (3, 0)  # numbers stay numbers
+    assert type(scenario.max_turns) is int
+
+
+def test_a_spelling_that_differs_still_fails_the_expectation(tmp_path: Path) -> None:
+    import asyncio
+
+    from sim.scenario import play_file
+
+    path = tmp_path / "differs.yaml"
+    path.write_text("prompt: p\nreplies:\n  - content: '3.1'\nexpect: {final_text: 3.10}\n")
+    assert asyncio.run(play_file(path)).problems == ("expect.final_text: expected '3.10', got '3.1'",)
