@@ -16,7 +16,7 @@ import yaml
 
 from sim.core.errors import CassetteError
 from sim.core.json_text import loads
-from sim.scenario.yaml_source import YamlLoader, YamlTooLarge, check_limits, syntax_error
+from sim.scenario.yaml_source import YamlLoader, YamlTooLarge, check_limits, yaml_problem
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -218,10 +218,8 @@ def _load(path: Path, text: str) -> Any:
             return None
         check_limits(root)
         return loader.construct_document(root)  # python tags are read as data, never run
-    except YamlTooLarge as error:
-        raise CassetteError(f"{path}:{error.position.line}:{error.position.column}: {error}") from None
-    except yaml.YAMLError as error:
-        raise CassetteError(syntax_error(path, error, text)) from None
+    except (YamlTooLarge, yaml.YAMLError) as error:
+        raise CassetteError(yaml_problem(path, error, text)) from None
     finally:
         loader.dispose()
 

@@ -27,7 +27,7 @@ __all__ = [
     "YamlTooLarge",
     "check_limits",
     "read_yaml",
-    "syntax_error",
+    "yaml_problem",
 ]
 
 DataPath = tuple[str | int, ...]
@@ -135,8 +135,10 @@ def check_limits(root: yaml.Node) -> None:
         )
 
 
-def syntax_error(path: Path, error: yaml.YAMLError, text: str) -> str:
-    """`file:line:column: YAML syntax: what` for any error PyYAML raises."""
+def yaml_problem(path: Path, error: yaml.YAMLError | YamlTooLarge, text: str) -> str:
+    """`file:line:column: what` for any error PyYAML raises, or a document past the limits."""
+    if isinstance(error, YamlTooLarge):
+        return f"{path}:{error.position.line}:{error.position.column}: {error}"
     if isinstance(error, yaml.MarkedYAMLError):
         mark = error.problem_mark or error.context_mark
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
@@ -179,50 +181,43 @@ def read_yaml(path: Path) -> YamlDocument:
             check_limits(root)
             document.data = _build(loader, root, (), document)
         return document
-    except YamlTooLarge as error:
-        raise ScenarioError(f"{path}:{error.position.line}:{error.position.column}: {error}") from None
-    except yaml.YAMLError as error:
-        raise ScenarioError(syntax_error(path, error, text)) from None
+    except (YamlTooLarge, yaml.YAMLError) as error:
+        raise ScenarioError(yaml_problem(path, error, text)) from None
     finally:
         loader.dispose()
 
 
-class SpelledInt(int):
-    """An unquoted integer that remembers how the file spelled it: `010` is 8 where a number is wanted,
-    and the text `010` (not `8`) where text is (pydantic makes text of numbers with `str`)."""
+class _Spelled:
+    """A number that remembers how the file spelled it, and gives that spelling as its text."""
 
     spelling: str
-
-    def __new__(cls, value: int, spelling: str) -> SpelledInt:
-        number = super().__new__(cls, value)
-        number.spelling = spelling
-        return number
 
     def __str__(self) -> str:
         return self.spelling
 
 
-class SpelledFloat(float):
-    """An unquoted float that remembers how the file spelled it: `3.10` stays `3.10` as text."""
+class SpelledInt(_Spelled, int):
+    """An unquoted integer: `010` is 8 where a number is wanted, and the text `010` (not `8`) where text
+    is (pydantic makes text of numbers with `str`)."""
 
-    spelling: str
 
-    def __new__(cls, value: float, spelling: str) -> SpelledFloat:
-        number = super().__new__(cls, value)
-        number.spelling = spelling
-        return number
+class SpelledFloat(_Spelled, float):
+    """An unquoted float: `3.10` stays `3.10` as text."""
 
-    def __str__(self) -> str:
-        return self.spelling
+
+def _spelled(kind: type[SpelledInt] | type[SpelledFloat], value: float, spelling: str) -> Any:
+    number = kind(value)
+    number.spelling = spelling
+    return number
 
 
 def _scalar(loader: YamlLoader, node: yaml.Node) -> Any:
     value = loader.construct_object(node, deep=True)
     if isinstance(node, yaml.ScalarNode) and not node.style:  # written unquoted (libyaml says "")
         if type(value) is int:
-            return SpelledInt(value, node.value)
+            return _spelled(SpelledInt, value, node.value)
         if type(value) is float:
-            return SpelledFloat(value, node.value)
+            return _spelled(SpelledFloat, value, node.value)
     return value
 
 
