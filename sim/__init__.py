@@ -36,6 +36,7 @@ from sim.core.loop import DEFAULT_SYSTEM_PROMPT, AgentRunner, RunEnding, RunResu
 from sim.core.messages import (
     AssistantMessage,
     ChatMessage,
+    Reasoning,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -80,6 +81,7 @@ __all__ = [
     "ModelReplied",
     "ModelReply",
     "ModelRequest",
+    "Reasoning",
     "RunEnded",
     "RunEnding",
     "RunEvent",

@@ -1,1 +1,2 @@
-"""The edge to the outside: the Chat Completions wire format, the OpenAI SDK adapter, settings."""
+"""The edge to the outside: the two wire codecs (Chat Completions, Responses), the OpenAI SDK adapters,
+settings."""

@@ -10,14 +10,15 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
-from sim.adapters.chat_wire import StreamText, stream_text_pieces
+from sim.adapters import chat_wire, responses_wire
+from sim.adapters.chat_wire import StreamText
 from sim.cassette.reader import sse_lines
 from sim.cassette.secrets import credentials_in, known_secrets_pattern, scrub_text
 from sim.core.json_text import loads
 
 StreamPieces = Callable[[Any], Iterator[StreamText]]
 
-STREAM_PIECES: tuple[StreamPieces, ...] = (stream_text_pieces,)
+STREAM_PIECES: tuple[StreamPieces, ...] = (chat_wire.stream_text_pieces, responses_wire.stream_text_pieces)
 """How each wire protocol streams text, so a stream can be read as a whole."""
 
 _LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
@@ -56,7 +57,7 @@ def _joined_streams(events: Iterable[Any]) -> dict[Hashable, list[tuple[dict[str
     for event in events:
         for pieces in STREAM_PIECES:
             for which, holder, key in pieces(event):
-                streams[(pieces.__name__, which)].append((holder, key))
+                streams[(pieces.__module__, which)].append((holder, key))
     return streams
 
 

@@ -40,12 +40,23 @@ class ToolCall(_Message):
     arguments: str
 
 
+class Reasoning(_Message):
+    """Reasoning the model returned with a reply (the Responses API's `reasoning` item): opaque to the
+    loop, kept with its assistant turn and sent back unchanged, as stateless clients must."""
+
+    id: str | None = None
+    encrypted_content: str | None = None
+    summary: tuple[str, ...] = ()
+
+
 class AssistantMessage(_Message):
     """The model's reply: text, tool calls, or both; `content` is None when the model sent none."""
 
     role: Literal["assistant"] = "assistant"
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
+    reasoning: tuple[Reasoning, ...] = ()
+    """Reasoning items, for protocols that have them (Chat Completions has none)."""
 
 
 class ToolMessage(_Message):

@@ -1,0 +1,486 @@
+"""The Responses API wire format: requests encoded incrementally, replies decoded and checked, streams
+assembled, and the reverse directions a simulator needs; all to and from the core messages.
+
+The system prompt is `instructions`; the history is `input` items (`message`, `function_call` with its
+`call_id`, `function_call_output`, and `reasoning` items sent back as the model returned them); tools
+are flat (`{type: function, name, description, parameters, strict}`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Iterator, Mapping, Sequence
+from typing import Any
+
+from sim.adapters.chat_wire import well_formed
+from sim.core.errors import MessageContractError, ModelAPIError, ModelReplyError
+from sim.core.messages import (
+    AssistantMessage,
+    ChatMessage,
+    HistoryView,
+    Reasoning,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from sim.core.model import FinishReason, ModelReply, ModelRequest, ToolSpec, Usage
+
+STREAM_ENDED_EARLY = "Stream ended without a final response event"
+INCOMPLETE_REASONS: dict[str, FinishReason] = {
+    "max_output_tokens": "length",
+    "content_filter": "content_filter",
+}
+"""`incomplete_details.reason` as the loop's finish reason."""
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
+"""What a stateless request asks `include` for, to be able to send reasoning back."""
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def reasoning_to_wire(reasoning: Reasoning) -> dict[str, Any]:
+    """A reasoning item as the API returned it (and takes it back)."""
+    item: dict[str, Any] = {"type": "reasoning"}
+    if reasoning.id is not None:
+        item["id"] = reasoning.id
+    item["summary"] = [{"type": "summary_text", "text": text} for text in reasoning.summary]
+    if reasoning.encrypted_content is not None:
+        item["encrypted_content"] = reasoning.encrypted_content
+    return item
+
+
+def call_to_wire(call: ToolCall) -> dict[str, Any]:
+    """A tool call as a `function_call` input item."""
+    return {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": call.arguments}
+
+
+def message_to_items(message: ChatMessage) -> list[dict[str, Any]]:
+    """One message as the input items the API takes (an assistant turn may be several)."""
+    if isinstance(message, SystemMessage):
+        return [{"role": "developer", "content": message.content}]
+    if isinstance(message, UserMessage):
+        return [{"role": "user", "content": message.content}]
+    if isinstance(message, ToolMessage):
+        return [{"type": "function_call_output", "call_id": message.tool_call_id, "output": message.content}]
+    items = [reasoning_to_wire(reasoning) for reasoning in message.reasoning]
+    if message.content is not None:
+        items.append({"role": "assistant", "content": message.content})
+    return items + [call_to_wire(call) for call in message.tool_calls]
+
+
+def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
+    """One tool as the API takes it: flat, not nested under `function`."""
+    return {
+        "type": "function",
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": dict(spec.parameters),
+        "strict": False,
+    }
+
+
+class ItemEncoder:
+    """Builds request bodies as bytes; the items a growing history already sent are not encoded again."""
+
+    __slots__ = ("_encoded", "_encoded_tools", "_previous", "_tools")
+
+    def __init__(self) -> None:
+        self._previous: Sequence[ChatMessage] = ()
+        self._encoded: list[bytes] = []
+        """Each history message's items (without the system prompt), comma-joined."""
+        self._tools: tuple[ToolSpec, ...] | None = None
+        self._encoded_tools = b""
+
+    def body(self, request: ModelRequest, fields: Mapping[str, Any], *, start: int = 0) -> bytes:
+        """`{**fields, "instructions", "input": [...], "tools": [...]}` as JSON bytes, with the input items
+        of history messages from `start` on (a chained request sends only what is new)."""
+        messages = request.messages
+        new = messages.new_since(self._previous) if isinstance(messages, HistoryView) else None
+        history = messages[1:] if messages and isinstance(messages[0], SystemMessage) else messages
+        if new is None:
+            self._encoded = []
+            new = history
+        self._encoded.extend(b",".join(_dumps(item) for item in message_to_items(m)) for m in new)
+        self._previous = messages
+        if request.tools is not self._tools:
+            self._tools = request.tools
+            self._encoded_tools = _dumps([tool_to_wire(s) for s in request.tools]) if request.tools else b""
+        head = dict(fields)
+        if messages and isinstance(messages[0], SystemMessage):
+            head["instructions"] = messages[0].content
+        parts = [_dumps(head)[:-1], b',"input":[' if head else b'"input":[']
+        parts.append(b",".join(encoded for encoded in self._encoded[start:] if encoded))
+        parts.append(b"]")
+        if self._encoded_tools:
+            parts += [b',"tools":', self._encoded_tools]
+        parts.append(b"}")
+        return b"".join(parts)
+
+
+def _fail(message: str) -> ModelReplyError:
+    return ModelReplyError(message)
+
+
+def _failure(error: Any) -> ModelAPIError:
+    """A failed response (`status: failed`, `response.failed`, an `error` event) as a typed error."""
+    details = error if isinstance(error, Mapping) else {}
+    message = details.get("message") if isinstance(details.get("message"), str) else "The response failed"
+    code = details.get("code")
+    return ModelAPIError(f"Model API error: {message}", code=str(code) if code is not None else None)
+
+
+def reply_from_wire(response: Any) -> ModelReply:
+    """A `response` object as a `ModelReply`, after every check the loop relies on; `status: failed` is a
+    `ModelAPIError`."""
+    if not isinstance(response, Mapping):
+        raise _fail("Reply must be a JSON object")
+    status = response.get("status")
+    if status == "failed":
+        raise _failure(response.get("error"))
+    finish: FinishReason | None = None
+    if status == "incomplete":
+        details = response.get("incomplete_details")
+        reason = details.get("reason") if isinstance(details, Mapping) else None
+        if reason not in INCOMPLETE_REASONS:
+            raise _fail(f"Unsupported incomplete reason: {reason}")
+        finish = INCOMPLETE_REASONS[reason]
+    elif status != "completed":
+        raise _fail(f"Unsupported response status: {status}")
+    output = response.get("output")
+    if not isinstance(output, list):
+        raise _fail("Reply output must be a list")
+    message = _assistant_message(output)
+    finish = finish or ("tool_calls" if message.tool_calls else "stop")
+    return ModelReply(message=message, finish_reason=finish, usage=_usage(response.get("usage")))
+
+
+def _assistant_message(output: list[Any]) -> AssistantMessage:
+    texts: list[str] = []
+    refusals: list[str] = []
+    calls: list[ToolCall] = []
+    reasoning: list[Reasoning] = []
+    for item in output:
+        if not isinstance(item, Mapping):
+            raise _fail("Reply output items must be JSON objects")
+        kind = item.get("type")
+        if kind == "message":
+            if item.get("role", "assistant") != "assistant":
+                raise _fail("role must be assistant")
+            for part in item.get("content") or []:
+                _text_part(part, texts, refusals)
+        elif kind == "function_call":
+            calls.append(_function_call(item))
+        elif kind == "reasoning":
+            reasoning.append(_reasoning(item))
+        else:
+            raise _fail(f"Unsupported output item type: {kind}")
+    content = "\n\n".join(texts) if texts else ("".join(refusals) if refusals else None)
+    return AssistantMessage(
+        content=None if content is None else well_formed(content),
+        tool_calls=tuple(calls),
+        reasoning=tuple(reasoning),
+    )
+
+
+def _text_part(part: Any, texts: list[str], refusals: list[str]) -> None:
+    if not isinstance(part, Mapping):
+        raise _fail("Message content parts must be JSON objects")
+    if part.get("type") == "output_text" and isinstance(part.get("text"), str):
+        texts.append(part["text"])
+    elif part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
+        refusals.append(part["refusal"])
+    else:
+        raise _fail(f"Unsupported message content part: {part.get('type')}")
+
+
+def _function_call(item: Mapping[str, Any]) -> ToolCall:
+    call_id, name, arguments = item.get("call_id"), item.get("name"), item.get("arguments")
+    if not (isinstance(call_id, str) and call_id and isinstance(name, str) and name):
+        raise _fail("function_call call_id and name must be non-empty strings")
+    if not isinstance(arguments, str):
+        raise _fail("function_call arguments must be a string")
+    return ToolCall(id=call_id, name=name, arguments=well_formed(arguments))
+
+
+def _reasoning(item: Mapping[str, Any]) -> Reasoning:
+    summary = item.get("summary") or []
+    if not isinstance(summary, list):
+        raise _fail("reasoning summary must be a list")
+    texts = tuple(str(part.get("text", "")) for part in summary if isinstance(part, Mapping))
+    item_id, encrypted = item.get("id"), item.get("encrypted_content")
+    return Reasoning(
+        id=item_id if isinstance(item_id, str) else None,
+        encrypted_content=encrypted if isinstance(encrypted, str) else None,
+        summary=texts,
+    )
+
+
+def _usage(raw: Any) -> Usage | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise _fail("usage must be a JSON object")
+    counts = [raw.get(key, 0) for key in ("input_tokens", "output_tokens", "total_tokens")]
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts):
+        raise _fail("usage counts must be non-negative integers")
+    return Usage(prompt_tokens=counts[0], completion_tokens=counts[1], total_tokens=counts[2])
+
+
+FINAL_EVENTS = frozenset({"response.completed", "response.incomplete"})
+
+
+def reply_from_events(events: Sequence[Any]) -> ModelReply:
+    """A streamed reply (the JSON of each event) as a `ModelReply`, from its final response event (its
+    output rebuilt from the `output_item.done` events when the final event leaves it out); a failed
+    response or an `error` event is a `ModelAPIError`."""
+    done_items: dict[int, Any] = {}
+    for event in events:
+        if not isinstance(event, Mapping):
+            raise _fail("Stream event must be a JSON object")
+        kind = event.get("type")
+        if kind == "error":
+            raise _failure(event.get("error", event))
+        if kind == "response.failed":
+            response = event.get("response")
+            raise _failure(response.get("error") if isinstance(response, Mapping) else None)
+        if kind == "response.output_item.done" and isinstance(event.get("output_index"), int):
+            done_items[event["output_index"]] = event.get("item")
+        if kind in FINAL_EVENTS:
+            response = event.get("response")
+            if isinstance(response, Mapping) and not response.get("output") and done_items:
+                response = {**response, "output": [item for _, item in sorted(done_items.items())]}
+            return reply_from_wire(response)
+    raise _fail(STREAM_ENDED_EARLY)
+
+
+StreamText = tuple[Hashable, dict[str, Any], str]
+
+
+def stream_text_pieces(event: Any) -> Iterator[StreamText]:
+    """The pieces of text a Responses stream carries in its delta events (output text, refusals, call
+    arguments, reasoning summaries), by item and part: joined in order, they are what the reply says."""
+    if not isinstance(event, dict) or not isinstance(event.get("delta"), str):
+        return
+    kind = event.get("type")
+    if isinstance(kind, str) and kind.startswith("response.") and kind.endswith(".delta"):
+        which = (kind, event.get("item_id"), event.get("output_index"), event.get("content_index"),
+                 event.get("summary_index"))  # fmt: skip
+        yield which, event, "delta"
+
+
+# The reverse direction: what a simulator reads from requests and writes back.
+
+
+def _bad(where: str, what: str) -> MessageContractError:
+    return MessageContractError(f"{where}: {what}")
+
+
+def _text_of(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        pieces = []
+        for part in content:
+            if not isinstance(part, Mapping):
+                raise _bad(where, "content parts must be objects")
+            text = part.get("text", part.get("refusal"))
+            pieces.append(text if isinstance(text, str) else f"[{part.get('type', 'part')}]")
+        return "".join(pieces)
+    raise _bad(where, "content must be a string or an array of content parts")
+
+
+def messages_from_items(items: Any) -> list[ChatMessage]:
+    """Input items as messages: consecutive assistant items (text, reasoning, function calls) are one
+    assistant turn. Pairing is not checked here; `MessageContractError` when an item is malformed."""
+    if isinstance(items, str):
+        return [UserMessage(content=items)]
+    if not isinstance(items, list):
+        raise _bad("input", "must be a string or an array of input items")
+    messages: list[ChatMessage] = []
+    turn: dict[str, Any] | None = None
+
+    def close() -> None:
+        nonlocal turn
+        if turn is not None:
+            messages.append(AssistantMessage(**turn))
+            turn = None
+
+    def assistant() -> dict[str, Any]:
+        nonlocal turn
+        turn = turn or {"content": None, "tool_calls": (), "reasoning": ()}
+        return turn
+
+    for index, item in enumerate(items):
+        where = f"input[{index}]"
+        if not isinstance(item, Mapping):
+            raise _bad(where, "each input item must be an object")
+        kind = item.get("type", "message")
+        if kind == "message":
+            role = item.get("role")
+            text = _text_of(item.get("content"), f"{where}.content")
+            if role == "assistant":
+                current = assistant()
+                current["content"] = (
+                    text if current["content"] is None else current["content"] + "\n\n" + text
+                )
+                continue
+            close()
+            if role in ("system", "developer"):
+                messages.append(SystemMessage(content=text))
+            elif role == "user":
+                messages.append(UserMessage(content=text))
+            else:
+                raise _bad(f"{where}.role", f"unsupported role {role!r}")
+        elif kind == "function_call":
+            try:
+                call = _function_call(item)
+            except ModelReplyError as error:
+                raise _bad(where, str(error)) from None
+            current = assistant()
+            current["tool_calls"] = (*current["tool_calls"], call)
+        elif kind == "reasoning":
+            current = assistant()
+            current["reasoning"] = (*current["reasoning"], _reasoning(item))
+        elif kind == "function_call_output":
+            close()
+            call_id = item.get("call_id")
+            if not isinstance(call_id, str) or not call_id:
+                raise _bad(f"{where}.call_id", "a function_call_output must answer a call_id")
+            messages.append(ToolMessage(tool_call_id=call_id, content=_text_of(item.get("output"), where)))
+        else:
+            raise _bad(f"{where}.type", f"sim does not simulate input items of type {kind!r}")
+    close()
+    return messages
+
+
+def tools_from_wire(raw_tools: Any) -> tuple[ToolSpec, ...]:
+    """A request's flat function `tools`; Chat-shaped tools (`tools[0].function`) and built-in tools are
+    refused as the API (or sim, which cannot run them) refuses them."""
+    if raw_tools is None:
+        return ()
+    if not isinstance(raw_tools, list):
+        raise _bad("tools", "must be an array")
+    specs = []
+    for index, raw in enumerate(raw_tools):
+        where = f"tools[{index}]"
+        if not isinstance(raw, Mapping):
+            raise _bad(where, "each tool must be an object")
+        if raw.get("type") != "function":
+            raise _bad(f"{where}.type", f"sim does not simulate built-in tools ({raw.get('type')!r})")
+        name = raw.get("name")
+        if not isinstance(name, str) or not name:
+            hint = " (tools here are flat: {type, name, parameters}, not Chat's {function: {...}})"
+            raise _bad(f"{where}.name", "Missing required parameter" + (hint if "function" in raw else ""))
+        parameters = raw.get("parameters") or {"type": "object", "properties": {}}
+        if not isinstance(parameters, Mapping) or parameters.get("type", "object") != "object":
+            raise _bad(
+                f"{where}.parameters", f"Invalid schema for function '{name}': must be an object schema"
+            )
+        description = raw.get("description")
+        specs.append(ToolSpec(name, description if isinstance(description, str) else "", parameters))
+    return tuple(specs)
+
+
+def _items_of(message: AssistantMessage, suffix: str) -> list[dict[str, Any]]:
+    """An assistant turn as output items (reasoning, the message, each function call), with item ids
+    minted from the response's: `msg_<suffix>`, `fc_<suffix>_<n>`."""
+    items: list[dict[str, Any]] = [reasoning_to_wire(r) for r in message.reasoning]
+    if message.content is not None:
+        part = {"type": "output_text", "text": message.content, "annotations": [], "logprobs": []}
+        items.append({"type": "message", "id": f"msg_{suffix}", "status": "completed", "role": "assistant",
+                      "content": [part]})  # fmt: skip
+    items += [{"type": "function_call", "id": f"fc_{suffix}_{n}", "status": "completed", **call_to_wire(call)}
+              for n, call in enumerate(message.tool_calls, 1)]  # fmt: skip
+    return items
+
+
+def response_to_wire(
+    reply: ModelReply,
+    *,
+    response_id: str,
+    created: int,
+    model: str,
+    usage: Usage,
+    previous_response_id: str | None = None,
+    store: bool = True,
+) -> dict[str, Any]:
+    """A `ModelReply` as the `response` object the real API would send (its message and call items get
+    ids derived from `response_id`; a reasoning item keeps the id it has)."""
+    output = _items_of(reply.message, response_id.removeprefix("resp_"))
+    incomplete = {v: k for k, v in INCOMPLETE_REASONS.items()}.get(reply.finish_reason)
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": created,
+        "status": "incomplete" if incomplete else "completed",
+        "error": None,
+        "incomplete_details": {"reason": incomplete} if incomplete else None,
+        "instructions": None,
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "previous_response_id": previous_response_id,
+        "store": store,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": usage.prompt_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": usage.completion_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": usage.total_tokens,
+        },
+    }
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[start : start + size] for start in range(0, len(text), size)]
+
+
+def events_to_wire(response: dict[str, Any], *, piece_chars: int = 8) -> list[dict[str, Any]]:
+    """A `response` object as the events the real API streams, each with its `sequence_number`:
+    created, in_progress, each output item added / streamed in pieces / done, then completed (or
+    incomplete)."""
+    started = {**response, "status": "in_progress", "output": [], "incomplete_details": None, "usage": None}
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": started},
+        {"type": "response.in_progress", "response": started},
+    ]
+    for index, item in enumerate(response["output"]):
+        events += _item_events(index, item, piece_chars)
+    final = "response.incomplete" if response["status"] == "incomplete" else "response.completed"
+    events.append({"type": final, "response": response})
+    return [{**event, "sequence_number": number} for number, event in enumerate(events)]
+
+
+def _item_events(index: int, item: dict[str, Any], piece_chars: int) -> list[dict[str, Any]]:
+    where = {"output_index": index}
+    if item["type"] == "function_call":
+        item_id = item["id"]
+        opened = {**item, "arguments": "", "status": "in_progress"}
+        at = {"item_id": item_id, **where}
+        deltas = [{"type": "response.function_call_arguments.delta", **at, "delta": piece}
+                  for piece in _pieces(item["arguments"], piece_chars)]  # fmt: skip
+        done = {"type": "response.function_call_arguments.done", **at,
+                "arguments": item["arguments"], "name": item["name"]}  # fmt: skip
+        return [{"type": "response.output_item.added", **where, "item": opened}, *deltas, done,
+                {"type": "response.output_item.done", **where, "item": item}]  # fmt: skip
+    if item["type"] == "message":
+        item_id, text = item["id"], item["content"][0]["text"]
+        part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        at = {"item_id": item_id, **where, "content_index": 0}
+        deltas = [{"type": "response.output_text.delta", **at, "delta": piece, "logprobs": []}
+                  for piece in _pieces(text, piece_chars)]  # fmt: skip
+        return [
+            {"type": "response.output_item.added", **where,
+             "item": {**item, "status": "in_progress", "content": []}},
+            {"type": "response.content_part.added", **at, "part": part},
+            *deltas,
+            {"type": "response.output_text.done", **at, "text": text, "logprobs": []},
+            {"type": "response.content_part.done", **at, "part": {**part, "text": text}},
+            {"type": "response.output_item.done", **where, "item": item},
+        ]  # fmt: skip
+    return [{"type": "response.output_item.added", **where, "item": item},
+            {"type": "response.output_item.done", **where, "item": item}]  # fmt: skip
