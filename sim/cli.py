@@ -6,7 +6,7 @@ import asyncio
 import json
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from functools import partial
 from importlib.metadata import version
@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.text import Text
 
-from sim.adapters.openai_chat import OpenAIChatModel
+from sim.adapters.apis import Api, connect_model
 from sim.adapters.settings import Settings
 from sim.cassette.audit import audit
 from sim.cassette.conversations import conversations
@@ -40,7 +40,7 @@ from sim.core.tools import ToolRegistry
 from sim.core.transcript import describe, turns
 from sim.scenario.loader import load_scenario, scenario_files
 from sim.scenario.outline import outline
-from sim.scenario.player import Via, play_file
+from sim.scenario.player import PlayReport, Via, play_file
 from sim.server.serve import base_url, listen
 from sim.server.serve import serve as serve_scenario
 from sim.testing.campaign import ExampleRun, FuzzReport, save_counterexample
@@ -112,11 +112,21 @@ def play(
         typer.Option(help="direct: a scripted model; sdk: the real adapter and SDK against the simulator."),
     ] = PlayVia.direct,
     stream: Annotated[bool, typer.Option("--stream", help="With --via sdk, stream replies (SSE).")] = False,
+    api: Annotated[Api, typer.Option(help="With --via sdk, the API the adapter speaks.")] = Api.chat,
+    chain: Annotated[
+        bool, typer.Option("--chain", help="With --api responses: previous_response_id.")
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Run scenario files through the real loop with their scripted model and world."""
     mode: Via = via.value
-    reports = _each(_files(paths), "playing", lambda path: play_file(path, via=mode, stream=stream), as_json)
+    if chain and api is not Api.responses:
+        raise _usage_error("--chain is for the Responses API (--api responses)")
+
+    def one(path: Path) -> Awaitable[PlayReport]:
+        return play_file(path, via=mode, stream=stream, api=api, chain=chain)
+
+    reports = _each(_files(paths), "playing", one, as_json)
     _verdicts(reports, [f"{r.outcome}, {turns(r.turns)}" for r in reports], verbose, as_json)
 
 
@@ -327,6 +337,12 @@ Workspace = Annotated[Path, typer.Option(help="Where the shell runs commands.")]
 Approve = Annotated[ApproveMode, typer.Option(help="Ask on the terminal, or allow / deny all.")]
 Stream = Annotated[bool, typer.Option("--stream", help="Stream replies (SSE).")]
 MaxCompletionTokens = Annotated[int | None, typer.Option(help="Token limit per reply.")]
+ApiOption = Annotated[
+    Api | None, typer.Option(help="The API to speak: chat or responses (default: OPENAI_API, else chat).")
+]
+Chain = Annotated[
+    bool, typer.Option("--chain", help="With --api responses: store responses, chain previous_response_id.")
+]
 
 
 @app.command()
@@ -337,10 +353,13 @@ def run(
     approve: Approve = ApproveMode.ask,
     stream: Stream = False,
     max_completion_tokens: MaxCompletionTokens = None,
+    api: ApiOption = None,
+    chain: Chain = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Run the agent loop live against OPENAI_BASE_URL / OPENAI_API_KEY / OPENAI_MODEL (env or .env)."""
-    settings, runner = _live_runner(max_turns, workspace, approve, stream, max_completion_tokens, as_json)
+    live = Live(max_turns, workspace, approve, stream, max_completion_tokens, api, chain, as_json)
+    settings, runner = _live_runner(live)
     _report(runner, asyncio.run(runner.run_to_end(prompt)), as_json, Scrubber(settings.secrets))
 
 
@@ -353,13 +372,16 @@ def record(
     approve: Approve = ApproveMode.ask,
     stream: Stream = False,
     max_completion_tokens: MaxCompletionTokens = None,
+    api: ApiOption = None,
+    chain: Chain = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing cassette.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Run the loop live, as `sim run` does, and record the whole session into CASSETTE."""
     if cassette.exists() and not force:
         raise _usage_error(f"cassette exists: {cassette} (use --force to overwrite it)")
-    settings, runner = _live_runner(max_turns, workspace, approve, stream, max_completion_tokens, as_json)
+    live = Live(max_turns, workspace, approve, stream, max_completion_tokens, api, chain, as_json)
+    settings, runner = _live_runner(live)
     scrubber = Scrubber(settings.secrets)
     try:
         require_scrubbable("OPENAI_API_KEY", settings.api_key)
@@ -371,6 +393,8 @@ def record(
             runner,
             prompt,
             model=settings.model,
+            api=live.api or settings.api,
+            chain=chain,
             stream=stream,
             max_completion_tokens=max_completion_tokens,
             secrets=settings.secrets,
@@ -383,37 +407,46 @@ def record(
     _report(runner, ending, as_json, scrubber)
 
 
-def _live_runner(
-    max_turns: int,
-    workspace: Path,
-    approve: ApproveMode,
-    stream: bool,
-    max_completion_tokens: int | None,
-    as_json: bool,
-) -> tuple[Settings, AgentRunner]:
+@dataclass(frozen=True, slots=True)
+class Live:
+    """The options of a live run (`sim run`, `sim record`)."""
+
+    max_turns: int
+    workspace: Path
+    approve: ApproveMode
+    stream: bool
+    max_tokens: int | None
+    api: Api | None
+    chain: bool
+    as_json: bool
+
+
+def _live_runner(live: Live) -> tuple[Settings, AgentRunner]:
     """The settings and a runner with the shell tool against the configured endpoint; exit 2 when unusable."""
     try:
         settings = Settings.load()
-        model = OpenAIChatModel.connect(
+        model = connect_model(
+            live.api or settings.api,
             base_url=settings.base_url,
             api_key=settings.api_key,
             model=settings.model,
-            stream=stream,
-            max_completion_tokens=max_completion_tokens,
+            stream=live.stream,
+            max_tokens=live.max_tokens,
+            chain=live.chain,
             http_client=http_client_factory(),
         )
         runner = AgentRunner(
             model,
             ToolRegistry([shell_tool()]),
-            _approver(approve),
-            workspace=workspace,
-            max_turns=max_turns,
-            observer=None if as_json else _print_event,
+            _approver(live.approve),
+            workspace=live.workspace,
+            max_turns=live.max_turns,
+            observer=None if live.as_json else _print_event,
         )
     except ConfigurationError as error:
         raise _usage_error(str(error)) from None
-    if not workspace.is_dir():
-        raise _usage_error(f"no such workspace folder: {workspace}")
+    if not live.workspace.is_dir():
+        raise _usage_error(f"no such workspace folder: {live.workspace}")
     return settings, runner
 
 

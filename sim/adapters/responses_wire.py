@@ -12,7 +12,7 @@ import json
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
-from sim.adapters.chat_wire import well_formed
+from sim.adapters.chat_wire import STREAM_ENDED_EARLY, well_formed
 from sim.core.errors import MessageContractError, ModelAPIError, ModelReplyError
 from sim.core.messages import (
     AssistantMessage,
@@ -26,7 +26,6 @@ from sim.core.messages import (
 )
 from sim.core.model import FinishReason, ModelReply, ModelRequest, ToolSpec, Usage
 
-STREAM_ENDED_EARLY = "Stream ended without a final response event"
 INCOMPLETE_REASONS: dict[str, FinishReason] = {
     "max_output_tokens": "length",
     "content_filter": "content_filter",

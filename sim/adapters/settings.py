@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from sim.adapters.apis import Api
 from sim.core.errors import ConfigurationError
 
 REQUIRED = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL")
@@ -21,6 +22,7 @@ class _Sources(BaseSettings):
     openai_base_url: str | None = None
     openai_api_key: str | None = None
     openai_model: str | None = None
+    openai_api: str | None = None
     openai_org_id: str | None = None
     openai_project_id: str | None = None
 
@@ -48,9 +50,12 @@ class Settings:
     model: str
     account_ids: tuple[str, ...] = ()
     """OPENAI_ORG_ID and OPENAI_PROJECT_ID when set (the SDK sends them): secrets too."""
+    api: Api = Api.chat
+    """OPENAI_API: which API to speak, `chat` (the default) or `responses`."""
 
     def __repr__(self) -> str:
-        return f"Settings(base_url={self.base_url!r}, api_key={mask(self.api_key)!r}, model={self.model!r})"
+        shown = f"base_url={self.base_url!r}, api_key={mask(self.api_key)!r}, model={self.model!r}"
+        return f"Settings({shown}, api={self.api.value!r})"
 
     @classmethod
     def load(cls, env_file: Path | str | None = ".env") -> Settings:
@@ -74,13 +79,15 @@ class Settings:
                 f"OPENAI_BASE_URL has a port out of range (0-65535): {base_url!r}"
             ) from None
         _require_header_safe("OPENAI_API_KEY", values["OPENAI_API_KEY"])
-        if base_url.rstrip("/").endswith("/chat/completions"):
-            raise ConfigurationError(
-                "OPENAI_BASE_URL must not end in /chat/completions (the SDK appends it): "
-                f"use {base_url.rstrip('/').removesuffix('/chat/completions')!r}"
-            )
+        for endpoint in ("/chat/completions", "/responses"):
+            if base_url.rstrip("/").endswith(endpoint):
+                raise ConfigurationError(
+                    f"OPENAI_BASE_URL must not end in {endpoint} (the SDK appends it): "
+                    f"use {base_url.rstrip('/').removesuffix(endpoint)!r}"
+                )
         ids = tuple(i.strip() for i in (sources.openai_org_id, sources.openai_project_id) if i and i.strip())
-        return cls(base_url, values["OPENAI_API_KEY"], values["OPENAI_MODEL"], ids)
+        api = Api.named(sources.openai_api) if sources.openai_api and sources.openai_api.strip() else Api.chat
+        return cls(base_url, values["OPENAI_API_KEY"], values["OPENAI_MODEL"], ids, api)
 
     @property
     def secrets(self) -> tuple[str, ...]:

@@ -170,6 +170,11 @@ class RecordedInteraction:
     request: RecordedRequest
     response: RecordedResponse
 
+    def calls(self, endpoint: str) -> bool:
+        """Whether this is a POST to `endpoint` (`/chat/completions`, `/responses`) of any host: OpenAI's,
+        Azure's or a compatible one."""
+        return self.request.method == "POST" and self.request.path.rstrip("/").endswith(endpoint)
+
     @property
     def is_chat_completion(self) -> bool:
         """Whether this is a POST to a Chat Completions endpoint (OpenAI's, Azure's or a compatible one)."""

@@ -10,6 +10,7 @@ from typing import Any
 import vcr
 from vcr.persisters.filesystem import CassetteNotFoundError
 
+from sim.adapters.apis import Api
 from sim.cassette.secrets import SECRET_HEADERS
 from sim.cassette.session import RecordedSession, RecordedTool, echoed_results
 from sim.cassette.writer import exchanges_from_vcr, write_cassette
@@ -52,6 +53,8 @@ def record_run(
     prompt: str,
     *,
     model: str,
+    api: Api = Api.chat,
+    chain: bool = False,
     stream: bool,
     max_completion_tokens: int | None,
     secrets: tuple[str, ...],
@@ -78,12 +81,14 @@ def record_run(
     finally:
         runner.observer = watching
     exchanges = exchanges_from_vcr(persister.saved or {"requests": [], "responses": []})
-    echoed = echoed_results(exchange.request_body for exchange in exchanges)
+    echoed = echoed_results((exchange.request_body for exchange in exchanges), api)
     named = keyed({call: call for call in results})  # `id@turn` wherever the run reused an id
     session = RecordedSession(
         prompt=prompt,
         system_prompt=runner.system.content,
         model=model,
+        api=api,
+        chain=chain,
         max_turns=runner.max_turns,
         stream=stream,
         max_completion_tokens=max_completion_tokens,

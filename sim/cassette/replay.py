@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import httpx2
 from pydantic import ValidationError
 
-from sim.adapters.openai_chat import OpenAIChatModel
+from sim.adapters.apis import ENDPOINTS, connect_model
 from sim.cassette.matching import canonical, describe_difference
 from sim.cassette.reader import Cassette, RecordedInteraction, read_cassette
 from sim.cassette.session import RecordedSession, echoed_results, result_from_text
@@ -157,9 +157,10 @@ def replayable(cassette: Cassette) -> Replay:
     """Everything replay needs, set up; `CassetteError` saying why when the cassette cannot be replayed
     (`sim check` calls it too, so that it refuses exactly what replay refuses)."""
     session = recorded_session(cassette)
-    chats = [interaction for interaction in cassette.interactions if interaction.is_chat_completion]
+    endpoint = ENDPOINTS[session.api]
+    chats = [interaction for interaction in cassette.interactions if interaction.calls(endpoint)]
     if not chats:
-        raise CassetteError(f"{cassette.path}: no chat completion interactions to replay")
+        raise CassetteError(f"{cassette.path}: no {endpoint} interactions to replay")
     transport = ReplayTransport(chats)
     try:
         runner, recorder = _runner(cassette.path, session, chats, transport)
@@ -170,7 +171,7 @@ def replayable(cassette: Cassette) -> Replay:
 
 def recorded_results(session: RecordedSession, chats: Sequence[RecordedInteraction]) -> dict[str, ToolResult]:
     """Every tool result of the recording: those the requests echo, and those the `sim:` block keeps."""
-    echoed = echoed_results(interaction.request.body for interaction in chats)
+    echoed = echoed_results((interaction.request.body for interaction in chats), session.api)
     results = {call_key(*call): result_from_text(text) for call, text in echoed.items()}
     results.update(session.tool_results)
     return results
@@ -220,12 +221,15 @@ def _runner(
 ) -> tuple[AgentRunner, TranscriptRecorder]:
     """The real loop and SDK adapter set up as the recording says, talking to `transport`."""
     uri = urlsplit(chats[0].request.uri)
-    model = OpenAIChatModel.connect(
-        base_url=f"{uri.scheme}://{uri.netloc}{uri.path.rstrip('/').removesuffix('/chat/completions')}",
+    base = uri.path.rstrip("/").removesuffix(ENDPOINTS[session.api])
+    model = connect_model(
+        session.api,
+        base_url=f"{uri.scheme}://{uri.netloc}{base}",
         api_key="sim-replay",
         model=session.model,
         stream=session.stream,
-        max_completion_tokens=session.max_completion_tokens,
+        max_tokens=session.max_completion_tokens,
+        chain=session.chain,
         http_client=httpx2.AsyncClient(transport=transport),
     )
     answers = ScriptedToolResults(recorded_results(session, chats))

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 
-from sim.adapters.chat_wire import messages_from_wire
+from sim.adapters.apis import HISTORIES, Api
 from sim.core.calls import CallRef, results_in_history
 from sim.core.errors import MessageContractError
 from sim.core.json_text import loads
@@ -34,6 +34,10 @@ class RecordedSession(BaseModel):
     prompt: str
     system_prompt: Annotated[str, Field(min_length=1)]
     model: Annotated[str, Field(min_length=1)]
+    api: Api = Api.chat
+    """The API the session spoke."""
+    chain: bool = False
+    """Whether its Responses requests chained through `previous_response_id`."""
     max_turns: PositiveInt
     stream: bool = False
     max_completion_tokens: PositiveInt | None = None
@@ -58,14 +62,14 @@ def result_from_text(content: str) -> ToolResult:
     return ToolResult(content=content, is_error=bool(found), error_code=found.group(1) if found else None)
 
 
-def echoed_results(request_bodies: Iterable[bytes | None]) -> dict[CallRef, str]:
+def echoed_results(request_bodies: Iterable[bytes | None], api: Api = Api.chat) -> dict[CallRef, str]:
     """The tool results a session's requests send back, by call and turn: those in its largest request
     body (a run's history only grows, so it holds every earlier one; parsing every body would cost the
     square of the session)."""
     largest = max(request_bodies, key=lambda body: len(body or b""), default=None)
     try:
         body = loads(largest) if largest else None
-        messages = messages_from_wire(body.get("messages") if isinstance(body, dict) else None)
+        messages = HISTORIES[api](body if isinstance(body, dict) else {})
     except (ValueError, MessageContractError):
         return {}
     return results_in_history(messages)

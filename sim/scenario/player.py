@@ -9,7 +9,7 @@ from typing import Literal
 
 import httpx2
 
-from sim.adapters.openai_chat import OpenAIChatModel
+from sim.adapters.apis import Api, connect_model
 from sim.core.errors import ScenarioError
 from sim.core.loop import DEFAULT_SYSTEM_PROMPT, AgentRunner
 from sim.core.model import ModelClient
@@ -45,39 +45,48 @@ class PlayReport:
 
 Via = Literal["direct", "sdk"]
 """How the loop reaches the scripted model: `direct` (a `ScriptedModel`), or `sdk` (the real OpenAI
-adapter and SDK, talking to the simulator serving the scenario, in process)."""
+adapter and SDK, over Chat Completions or the Responses API, talking to the simulator serving the
+scenario, in process)."""
 
 SIMULATOR_URL = "http://simulator.sim/v1"
 
 
 def connect(
-    scenario: Scenario, *, via: Via, stream: bool = False
+    scenario: Scenario, *, via: Via, stream: bool = False, api: Api = Api.chat, chain: bool = False
 ) -> tuple[ModelClient, ScriptedModel, Simulator | None]:
     """The model the loop talks to, and the fakes behind it: the `ScriptedModel` itself (`direct`), or the
-    real adapter and SDK in front of the scenario's simulator (`sdk`)."""
+    real adapter for `api` and the SDK in front of the scenario's simulator (`sdk`)."""
     scripted = ScriptedModel(scripted_replies(scenario))
     if via == "direct":
         return scripted, scripted, None
     simulator = Simulator(scenario)
-    model = OpenAIChatModel.connect(
+    model = connect_model(
+        api,
         base_url=SIMULATOR_URL,
         api_key="sim-in-process",
         model=scenario.model,
         stream=stream,
+        chain=chain,
         http_client=httpx2.AsyncClient(transport=httpx2.ASGITransport(app=simulator.app)),
     )
     return model, scripted, simulator
 
 
 async def play_scenario(
-    scenario: Scenario, *, path: Path | None = None, via: Via = "direct", stream: bool = False
+    scenario: Scenario,
+    *,
+    path: Path | None = None,
+    via: Via = "direct",
+    stream: bool = False,
+    api: Api = Api.chat,
+    chain: bool = False,
 ) -> PlayReport:
     """Run `scenario` through the real loop with strict scripted fakes and check what came out."""
     started = time.perf_counter()
     prompt = scenario.require_prompt()
     world = build_world(scenario)
     recorder = TranscriptRecorder()
-    model, scripted, simulator = connect(scenario, via=via, stream=stream)
+    model, scripted, simulator = connect(scenario, via=via, stream=stream, api=api, chain=chain)
     runner = AgentRunner(
         model,
         world.tools,
@@ -120,7 +129,9 @@ async def play_scenario(
     )
 
 
-async def play_file(path: Path, *, via: Via = "direct", stream: bool = False) -> PlayReport:
+async def play_file(
+    path: Path, *, via: Via = "direct", stream: bool = False, api: Api = Api.chat, chain: bool = False
+) -> PlayReport:
     """Load and play one file; a file that does not load is a failed report saying why."""
     started = time.perf_counter()
     try:
@@ -133,5 +144,5 @@ async def play_file(path: Path, *, via: Via = "direct", stream: bool = False) ->
     except ScenarioError as error:
         return PlayReport(str(path), path.stem, None, None, 0, (str(error),), ())
     loaded = time.perf_counter()
-    report = await play_scenario(scenario, path=path, via=via, stream=stream)
+    report = await play_scenario(scenario, path=path, via=via, stream=stream, api=api, chain=chain)
     return replace(report, load_seconds=loaded - started)

@@ -83,6 +83,11 @@ class ScriptedReplySpec(_Strict):
 
     content: str | None = Field(None, description="The reply's text; null (or left out) for none.")
     tool_calls: list[ScriptedToolCallSpec] = Field(default_factory=list, description="Calls, in order.")
+    reasoning: str | None = Field(
+        None,
+        description="Reasoning served over the Responses API as a reasoning item (with a synthetic"
+        " `encrypted_content` when the request asks for it); ignored over Chat Completions.",
+    )
     finish_reason: FinishReason | None = Field(
         None, description="Derived when left out: `tool_calls` when there are calls, else `stop`."
     )

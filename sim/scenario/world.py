@@ -11,7 +11,7 @@ from sim.adapters.sdk_calls import REPLY_NOT_JSON
 from sim.core.approval import AllowAllApprover, Approver, DenyAllApprover
 from sim.core.calls import call_key
 from sim.core.errors import ModelAPIError, ModelReplyError, ScenarioError
-from sim.core.messages import AssistantMessage, ToolCall
+from sim.core.messages import AssistantMessage, Reasoning, ToolCall
 from sim.core.model import ModelReply
 from sim.core.scripted import (
     ScriptedApprover,
@@ -31,7 +31,8 @@ def scripted_reply(spec: ScriptedReplySpec, call_ids: list[str]) -> ModelReply:
         ToolCall(id=call_id, name=call.name, arguments=call.raw_arguments())
         for call, call_id in zip(spec.tool_calls, call_ids, strict=True)
     )
-    message = AssistantMessage(content=spec.content, tool_calls=calls)
+    reasoning = (Reasoning(summary=(spec.reasoning,)),) if spec.reasoning is not None else ()
+    message = AssistantMessage(content=spec.content, tool_calls=calls, reasoning=reasoning)
     return ModelReply(message=message, finish_reason=spec.finish())
 
 

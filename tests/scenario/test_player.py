@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from sim.adapters.apis import Api
 from sim.scenario import PlayReport, play_file
 
 ECHO = """
@@ -230,6 +231,21 @@ def test_bundled_scenario_passes_through_the_real_sdk_and_simulator(path: Path, 
         direct.final_text,
         direct.turns,
     )
+
+
+@pytest.mark.parametrize(
+    ("stream", "chain"), [(False, False), (True, False), (False, True), (True, True)],
+    ids=["json", "sse", "json-chained", "sse-chained"],
+)  # fmt: skip
+@pytest.mark.parametrize("path", BUNDLED, ids=[p.stem for p in BUNDLED])
+def test_bundled_scenario_ends_over_the_responses_api_as_over_chat(
+    path: Path, stream: bool, chain: bool
+) -> None:
+    report = asyncio.run(play_file(path, via="sdk", stream=stream, api=Api.responses, chain=chain))
+    assert report.problems == ()
+    chat = asyncio.run(play_file(path, via="sdk", stream=stream))
+    same = ("outcome", "final_text", "turns", "transcript")
+    assert [getattr(report, name) for name in same] == [getattr(chat, name) for name in same]
 
 
 def test_via_sdk_reports_what_the_simulator_saw(tmp_path: Path) -> None:

@@ -1,0 +1,133 @@
+"""`OpenAIResponsesModel`: the loop's `ModelClient` on the official OpenAI SDK's Responses API.
+
+Stateless by default, as the frameworks use it: every request sends the whole input with `store: false`
+and asks for encrypted reasoning, which the next request sends back. With `chain=True` the server keeps
+the conversation: `store: true`, and each request names the previous response and sends only the items
+added since (falling back to the whole input when the history did not simply grow).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+from openai import AsyncOpenAI
+
+from sim.adapters.responses_wire import ENCRYPTED_REASONING, ItemEncoder, reply_from_events, reply_from_wire
+from sim.adapters.sdk_calls import connect, post_json, post_stream
+from sim.core.checks import require_positive_int, require_text
+from sim.core.messages import AssistantMessage, ChatMessage, HistoryView, RequestPairing
+from sim.core.model import ModelReply, ModelRequest
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    """The last response the server keeps: its id, the request it answered, and the reply it gave."""
+
+    response_id: str
+    messages: Sequence[ChatMessage]
+    reply: AssistantMessage
+
+
+class OpenAIResponsesModel:
+    """Sends each `ModelRequest` to `/responses` through `client` and checks the reply."""
+
+    def __init__(
+        self,
+        client: AsyncOpenAI,
+        model: str,
+        *,
+        stream: bool = False,
+        max_output_tokens: int | None = None,
+        chain: bool = False,
+    ) -> None:
+        if max_output_tokens is not None:
+            require_positive_int("max_output_tokens", max_output_tokens)
+        require_text("model", model)
+        self.client = client
+        self.model = model
+        self.stream = stream
+        self.max_output_tokens = max_output_tokens
+        self.chain = chain
+        self._pairing = RequestPairing()
+        self._encoder = ItemEncoder()
+        self._stored: _Stored | None = None
+
+    @classmethod
+    def connect(
+        cls,
+        *,
+        base_url: str,
+        api_key: str,
+        model: str,
+        stream: bool = False,
+        max_output_tokens: int | None = None,
+        chain: bool = False,
+        max_retries: int = 0,
+        timeout: float = 600.0,
+        http_client: httpx2.AsyncClient | None = None,
+    ) -> OpenAIResponsesModel:
+        """A model on a new SDK client; SDK retries are off unless `max_retries` says otherwise."""
+        client = connect(
+            base_url=base_url,
+            api_key=api_key,
+            max_retries=max_retries,
+            timeout=timeout,
+            http_client=http_client,
+        )
+        return cls(client, model, stream=stream, max_output_tokens=max_output_tokens, chain=chain)
+
+    def request_fields(self, previous_response_id: str | None) -> dict[str, Any]:
+        """The body's fields besides `instructions`, `input` and `tools`."""
+        fields: dict[str, Any] = {"model": self.model, "store": self.chain}
+        if previous_response_id is not None:
+            fields["previous_response_id"] = previous_response_id
+        if not self.chain:
+            fields["include"] = [ENCRYPTED_REASONING]
+        if self.max_output_tokens is not None:
+            fields["max_output_tokens"] = self.max_output_tokens
+        if self.stream:
+            fields["stream"] = True
+        return fields
+
+    def _continues(self, messages: Sequence[ChatMessage]) -> tuple[str | None, int]:
+        """The response this request continues and how many history messages the server already holds
+        (the previous request's and its reply); `(None, 0)` to send the whole input."""
+        stored = self._stored
+        if stored is None or not isinstance(messages, HistoryView):
+            return None, 0
+        if messages.new_since(stored.messages) is None:
+            return None, 0
+        held = len(stored.messages)  # its history plus the reply, without the system prompt
+        if len(messages) <= held or messages[held] != stored.reply:
+            return None, 0
+        return stored.response_id, held
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        """Check pairing, send the request, and return the checked reply or raise a typed error."""
+        self._pairing.check(request.messages)
+        previous, start = self._continues(request.messages) if self.chain else (None, 0)
+        body = self._encoder.body(request, self.request_fields(previous), start=start)
+        if self.stream:
+            events = await post_stream(self.client, "/responses", body)
+            reply, response_id = reply_from_events(events), _final_id(events)
+        else:
+            response = await post_json(self.client, "/responses", body)
+            reply, response_id = reply_from_wire(response), _id(response)
+        if self.chain and response_id is not None:
+            self._stored = _Stored(response_id, request.messages, reply.message)
+        return reply
+
+
+def _id(response: Any) -> str | None:
+    value = response.get("id") if isinstance(response, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _final_id(events: list[Any]) -> str | None:
+    for event in reversed(events):
+        if isinstance(event, dict) and isinstance(event.get("response"), dict):
+            return _id(event["response"])
+    return None
