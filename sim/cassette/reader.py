@@ -245,7 +245,9 @@ def _interaction(index: int, raw: Any) -> RecordedInteraction:
     if "parsed_body" in request:
         body = request["parsed_body"]
     status = response.get("status", {})
-    response_body = _body_bytes(response.get("body")) or b""
+    response_body = (
+        _body_bytes(response["parsed_body"] if "parsed_body" in response else response.get("body")) or b""
+    )
     return RecordedInteraction(
         index,
         RecordedRequest(
