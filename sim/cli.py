@@ -514,7 +514,9 @@ def serve(
     problems = simulator.problems + simulator.unused()
     for problem in problems:
         err.print(f"! {problem}", markup=False)
-    err.print(f"served {simulator.received} requests; {simulator.answered} replies sent", markup=False)
+    by_api = ", ".join(f"{api} {count}" for api, count in sorted(simulator.received_by.items()))
+    shown = f" ({by_api})" if by_api else ""
+    err.print(f"served {simulator.received} requests{shown}; {simulator.answered} replies sent", markup=False)
     if problems and (once or simulator.problems):
         raise typer.Exit(1)
 

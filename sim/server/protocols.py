@@ -113,6 +113,7 @@ class Asked:
 class WireProtocol(Protocol):
     """One API as the simulator serves it."""
 
+    name: str
     paths: tuple[str, ...]
     closing: bytes
     """What ends a stream after its last event (`data: [DONE]` for Chat, nothing for Responses)."""
@@ -159,6 +160,7 @@ def _frame(data: dict[str, Any], event: str | None = None) -> bytes:
 class ChatProtocol:
     """`POST /v1/chat/completions`."""
 
+    name = "chat"
     paths: tuple[str, ...] = ("/v1/chat/completions", "/chat/completions")
     closing = b"data: [DONE]\n\n"
 
@@ -220,6 +222,7 @@ class ResponsesProtocol:
     """`POST /v1/responses`: stateless or chained through `previous_response_id`, with a store of the
     responses it sent (bounded), and reasoning that must come back unchanged."""
 
+    name = "responses"
     paths: tuple[str, ...] = ("/v1/responses", "/responses")
     closing = b""
     STORED = 10_000

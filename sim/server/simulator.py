@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import deque
+from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable, MutableSequence
 from typing import Any
 
@@ -78,6 +78,8 @@ class Simulator:
         """The requests answered (in cycle mode only the latest round, so memory stays bounded)."""
         self.received = 0
         """Every request received, answered or not."""
+        self.received_by: Counter[str] = Counter()
+        """Requests received per API (`chat`, `responses`)."""
         self.problems: list[str] = []
         self.answered = 0
         protocols: list[WireProtocol] = [ChatProtocol(), ResponsesProtocol()]
@@ -135,6 +137,7 @@ class Simulator:
         except ValueError:
             return api_error(400, "We could not parse the JSON body of your request.")
         self.received += 1
+        self.received_by[protocol.name] += 1
         number = self.received
         if not isinstance(body, dict):
             return api_error(400, "The request body must be a JSON object.")

@@ -70,7 +70,7 @@ def test_sim_run_against_sim_serve_follows_the_scenario(tmp_path: Path) -> None:
         assert done.stdout.rstrip().endswith("The command printed 42.")
         assert server.wait(timeout=20) == 0
         assert server.stderr is not None
-        assert "served 2 requests; 2 replies sent" in server.stderr.read()
+        assert "served 2 requests (chat 2); 2 replies sent" in server.stderr.read()
 
 
 def test_scripted_error_reaches_sim_run_as_a_typed_error(tmp_path: Path) -> None:
@@ -162,7 +162,7 @@ def test_once_stops_when_the_last_reply_is_a_scripted_error(tmp_path: Path) -> N
         assert done.returncode == 1
         assert server.wait(timeout=20) == 0
         assert server.stderr is not None
-        assert "served 2 requests; 2 replies sent" in server.stderr.read()
+        assert "served 2 requests (chat 2); 2 replies sent" in server.stderr.read()
 
 
 def test_a_scenario_without_a_prompt_is_served_but_not_played(tmp_path: Path) -> None:
