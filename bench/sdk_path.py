@@ -1,4 +1,6 @@
-"""The request path's cost per turn at a history of N turns: `OpenAIChatModel` against plain `create()`.
+"""The request path's cost per turn at a history of N turns: our adapters against plain `create()`, for
+Chat Completions (`OpenAIChatModel` vs `chat.completions.create`) and the Responses API
+(`OpenAIResponsesModel` vs `responses.create(input=[...])`).
 
 Both paths use one real `AsyncOpenAI` client whose transport answers at once with a small completion
 (in process, no sockets), so what is measured is the client side: building, encoding and sending the
@@ -21,11 +23,15 @@ from typing import Any
 import httpx2
 from openai import AsyncOpenAI
 
+from sim.adapters.apis import Api
 from sim.adapters.chat_wire import message_to_wire, tool_to_wire
 from sim.adapters.openai_chat import OpenAIChatModel
+from sim.adapters.openai_responses import OpenAIResponsesModel
+from sim.adapters.responses_wire import message_to_items
+from sim.adapters.responses_wire import tool_to_wire as responses_tool
 from sim.core.messages import AssistantMessage, ChatMessage, HistoryView, SystemMessage, ToolCall, ToolMessage
 from sim.core.messages import UserMessage as User
-from sim.core.model import ModelRequest
+from sim.core.model import ModelClient, ModelRequest
 from sim.core.tools import ToolRegistry
 from sim.tools.shell import shell_tool
 
@@ -41,12 +47,27 @@ REPLY = json.dumps(
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }
 ).encode()
+RESPONSE = json.dumps(
+    {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1,
+        "model": "gpt-4o-mini",
+        "status": "completed",
+        "output": [{"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+                    "content": [{"type": "output_text", "text": "ok", "annotations": []}]}],
+        "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2},
+    }
+).encode()  # fmt: skip
+
+
+def _answer(request: httpx2.Request) -> httpx2.Response:
+    body = RESPONSE if request.url.path.endswith("/responses") else REPLY
+    return httpx2.Response(200, content=body, headers={"content-type": "application/json"})
 
 
 def client() -> AsyncOpenAI:
-    transport = httpx2.MockTransport(
-        lambda request: httpx2.Response(200, content=REPLY, headers={"content-type": "application/json"})
-    )
+    transport = httpx2.MockTransport(_answer)
     return AsyncOpenAI(
         base_url="http://bench.test/v1",
         api_key="sk-bench",
@@ -68,11 +89,15 @@ def history(turns: int) -> list[ChatMessage]:
     return messages
 
 
-async def time_adapter(turns: int) -> float:
+async def time_adapter(turns: int, api: Api) -> float:
     system = SystemMessage(content="You are a coding agent.")
     messages = history(turns)
     tools = ToolRegistry([shell_tool()]).snapshot().specs
-    model = OpenAIChatModel(client(), "gpt-4o-mini")
+    model: ModelClient = (
+        OpenAIChatModel(client(), "gpt-4o-mini")
+        if api is Api.chat
+        else OpenAIResponsesModel(client(), "gpt-4o-mini")
+    )
     first_timed = len(messages) - 2 * TIMED_TURNS
     for length in range(1, first_timed, 2):  # the run so far, as the adapter would have seen it
         await model.complete(ModelRequest(HistoryView(system, messages, length), tools))
@@ -82,15 +107,27 @@ async def time_adapter(turns: int) -> float:
     return (time.perf_counter() - started) / TIMED_TURNS * 1e6
 
 
-async def time_create(turns: int) -> float:
+async def time_create(turns: int, api: Api) -> float:
+    """Plain `create()` with the history kept as the API's own dicts, as a hand-written loop keeps it."""
     system = SystemMessage(content="You are a coding agent.")
-    wire: list[Any] = [message_to_wire(m) for m in [system, *history(turns)]]
-    tools: Any = [tool_to_wire(spec) for spec in ToolRegistry([shell_tool()]).snapshot().specs]
+    specs = ToolRegistry([shell_tool()]).snapshot().specs
     sdk = client()
-    first_timed = len(wire) - 2 * TIMED_TURNS
+    if api is Api.chat:
+        wire: list[Any] = [message_to_wire(m) for m in [system, *history(turns)]]
+        tools: Any = [tool_to_wire(spec) for spec in specs]
+        first_timed = len(wire) - 2 * TIMED_TURNS
+        started = time.perf_counter()
+        for length in range(first_timed, len(wire) + 1, 2):
+            await sdk.chat.completions.create(model="gpt-4o-mini", messages=wire[:length], tools=tools)
+        return (time.perf_counter() - started) / TIMED_TURNS * 1e6
+    items: list[Any] = [item for m in history(turns) for item in message_to_items(m)]
+    flat: Any = [responses_tool(spec) for spec in specs]
+    first_timed = len(items) - 2 * TIMED_TURNS
     started = time.perf_counter()
-    for length in range(first_timed, len(wire) + 1, 2):
-        await sdk.chat.completions.create(model="gpt-4o-mini", messages=wire[:length], tools=tools)
+    for length in range(first_timed, len(items) + 1, 2):
+        await sdk.responses.create(
+            model="gpt-4o-mini", instructions=system.content, input=items[:length], tools=flat
+        )
     return (time.perf_counter() - started) / TIMED_TURNS * 1e6
 
 
@@ -98,12 +135,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     options = parser.parse_args()
-    print("| history N turns | OpenAIChatModel µs/turn | create() µs/turn | speed-up |")
-    print("|---:|---:|---:|---:|")
-    for turns in SIZES:
-        ours = statistics.median(asyncio.run(time_adapter(turns)) for _ in range(options.repeats))
-        theirs = statistics.median(asyncio.run(time_create(turns)) for _ in range(options.repeats))
-        print(f"| {turns:,} | {ours:,.0f} | {theirs:,.0f} | {theirs / ours:.1f}x |")
+    print("| API | history N turns | our adapter µs/turn | create() µs/turn | speed-up |")
+    print("|---|---:|---:|---:|---:|")
+    for api in Api:
+        for turns in SIZES:
+            ours = statistics.median(asyncio.run(time_adapter(turns, api)) for _ in range(options.repeats))
+            theirs = statistics.median(asyncio.run(time_create(turns, api)) for _ in range(options.repeats))
+            print(f"| {api.value} | {turns:,} | {ours:,.0f} | {theirs:,.0f} | {theirs / ours:.1f}x |")
 
 
 if __name__ == "__main__":

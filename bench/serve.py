@@ -3,8 +3,8 @@ Starlette app on the same uvicorn that returns one fixed completion (the referen
 
 Each server is a separate process; the load comes from this process (asyncio, an httpx2 client, a fixed
 number of requests at a fixed concurrency), so both share the machine's 2 cores with the client, as the
-servers would in a test suite. Non-streamed and streamed (SSE, with usage) replies; requests/s and
-p50/p99 latency, medians of `--repeats` rounds.
+servers would in a test suite. Chat Completions and the Responses API, non-streamed and streamed (SSE)
+replies; requests/s and p50/p99 latency, medians of `--repeats` rounds.
 
 Run: python bench/serve.py [--requests 2000] [--concurrency 16] [--repeats 3]
 """
@@ -43,6 +43,7 @@ async def chat(request):
 app = Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
 sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
 sock.bind(("127.0.0.1", 0))
+sock.listen(2048)
 print(f"OPENAI_BASE_URL=http://127.0.0.1:{sock.getsockname()[1]}/v1", flush=True)
 uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False)).run(sockets=[sock])
 """
@@ -54,7 +55,14 @@ FIXED_REPLY = {
 }  # fmt: skip
 
 
-def request_body(stream: bool) -> bytes:
+def request_body(api: str, stream: bool) -> bytes:
+    if api == "responses":
+        tool = {"type": "function", "name": "shell", "description": "Runs.", "parameters": {"type": "object"}}
+        body = {"model": "sim-model", "instructions": "You are a coding agent.", "input": "Run `echo 42`.",
+                "tools": [tool], "store": False}  # fmt: skip
+        if stream:
+            body["stream"] = True
+        return json.dumps(body).encode()
     body = {
         "model": "sim-model",
         "messages": [
@@ -77,8 +85,11 @@ def start(command: list[str]) -> tuple[subprocess.Popen[str], str]:
     return process, line.split("=", 1)[1]
 
 
-async def load(base_url: str, total: int, concurrency: int, stream: bool) -> tuple[float, list[float]]:
-    body = request_body(stream)
+async def load(
+    base_url: str, total: int, concurrency: int, stream: bool, api: str = "chat"
+) -> tuple[float, list[float]]:
+    body = request_body(api, stream)
+    path = "/responses" if api == "responses" else "/chat/completions"
     latencies: list[float] = []
     remaining = total
     limits = httpx2.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -89,9 +100,7 @@ async def load(base_url: str, total: int, concurrency: int, stream: bool) -> tup
             while remaining > 0:
                 remaining -= 1
                 started = time.perf_counter()
-                response = await client.post(
-                    "/chat/completions", content=body, headers={"content-type": "application/json"}
-                )
+                response = await client.post(path, content=body, headers={"content-type": "application/json"})
                 await response.aread()
                 assert response.status_code == 200, response.text
                 latencies.append(time.perf_counter() - started)
@@ -121,22 +130,23 @@ def main() -> None:
         }
         rounds_said = f"{options.requests} requests a round, concurrency {options.concurrency}"
         print(f"{rounds_said}, medians of {options.repeats} rounds")
-        print("| server | reply | requests/s | p50 ms | p99 ms |")
-        print("|---|---|---:|---:|---:|")
+        print("| server | API | reply | requests/s | p50 ms | p99 ms |")
+        print("|---|---|---|---:|---:|---:|")
         for name, command in servers.items():
             process, base_url = start(command)
+            kinds = [(api, stream) for api in ("chat", "responses") for stream in (False, True)]
             try:
-                for stream in (False, True) if name == "sim serve" else (False,):
-                    asyncio.run(load(base_url, 200, options.concurrency, stream))  # warm up
+                for api, stream in kinds if name == "sim serve" else [("chat", False)]:
+                    asyncio.run(load(base_url, 200, options.concurrency, stream, api))  # warm up
                     rounds = [
-                        asyncio.run(load(base_url, options.requests, options.concurrency, stream))
+                        asyncio.run(load(base_url, options.requests, options.concurrency, stream, api))
                         for _ in range(options.repeats)
                     ]
                     rate = statistics.median(r for r, _ in rounds)
                     p50 = statistics.median(percentile(lat, 0.50) for _, lat in rounds) * 1000
                     p99 = statistics.median(percentile(lat, 0.99) for _, lat in rounds) * 1000
                     kind = "SSE" if stream else "JSON"
-                    print(f"| {name} | {kind} | {rate:,.0f} | {p50:.1f} | {p99:.1f} |")
+                    print(f"| {name} | {api} | {kind} | {rate:,.0f} | {p50:.1f} | {p99:.1f} |")
             finally:
                 process.terminate()
                 process.wait(timeout=10)
