@@ -51,6 +51,11 @@ class ScriptedErrorSpec(_Strict):
     type: str | None = Field(None, description="The API's error type, e.g. `rate_limit_error`.")
     code: str | None = Field(None, description="The API's error code.")
     retry_after: float | None = Field(None, ge=0, description="Seconds, as sent in `Retry-After`.")
+    in_stream: bool = Field(
+        False,
+        description="When the request streams, send the error inside a 200 stream (Chat's error chunk, the"
+        " Responses API's `response.failed`) instead of as the HTTP status.",
+    )
 
 
 class MessageExpectation(_Strict):

@@ -143,6 +143,10 @@ class WireProtocol(Protocol):
         """A body that is not JSON, or a stream whose first event is cut."""
         ...
 
+    def failed(self, error: dict[str, Any], asked: Asked) -> list[bytes]:
+        """A stream that fails after it started, carrying `error` (`message`, `type`, `code`)."""
+        ...
+
 
 class RefusedError(Exception):
     """A request refused with a 400 and a code (e.g. `previous_response_not_found`)."""
@@ -213,6 +217,10 @@ class ChatProtocol:
     def broken(self, stream: bool) -> bytes:
         """Half a completion."""
         return b'data: {"id": "chatcmpl-\n\n' if stream else b'{"id": "chatcmpl-'
+
+    def failed(self, error: dict[str, Any], asked: Asked) -> list[bytes]:
+        """An `error` chunk, as the API streams a failure."""
+        return [_frame({"error": error})]
 
 
 ENCRYPTED_PREFIX = "sim-reasoning:"
@@ -309,6 +317,20 @@ class ResponsesProtocol:
         """The response's events, named and numbered as the API sends them (kept as `reply` keeps it)."""
         wire = self.reply(reply, asked)
         return [_frame(event, event["type"]) for event in responses_wire.events_to_wire(wire)]
+
+    def failed(self, error: dict[str, Any], asked: Asked) -> list[bytes]:
+        """`response.created`, `response.in_progress`, then `response.failed` carrying the error."""
+        response = {"id": f"resp_sim{asked.number:06d}", "object": "response", "created_at": CREATED,
+                    "model": asked.model, "output": [], "usage": None}  # fmt: skip
+        events = [
+            {"type": "response.created", "response": {**response, "status": "in_progress", "error": None}},
+            {
+                "type": "response.in_progress",
+                "response": {**response, "status": "in_progress", "error": None},
+            },
+            {"type": "response.failed", "response": {**response, "status": "failed", "error": error}},
+        ]
+        return [_frame({**event, "sequence_number": n}, str(event["type"])) for n, event in enumerate(events)]
 
     def broken(self, stream: bool) -> bytes:
         """Half a response."""

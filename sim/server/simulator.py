@@ -188,6 +188,13 @@ class Simulator:
         stream = bool(body.get("stream"))
         if not stream and latency.first_byte:
             await asyncio.sleep(latency.first_byte)
+        asked = Asked(body, decoded, number)
+        if spec.error is not None and spec.error.in_stream and stream:
+            error = {"message": spec.error.message, "type": spec.error.type or "server_error",
+                     "code": spec.error.code}  # fmt: skip
+            return StreamingResponse(
+                _events(protocol.failed(error, asked), b"", None, latency), media_type="text/event-stream"
+            )
         if spec.error is not None:
             headers = (
                 {"retry-after": f"{spec.error.retry_after:g}"} if spec.error.retry_after is not None else None
@@ -202,7 +209,6 @@ class Simulator:
         if spec.malformed:
             kind = "text/event-stream" if stream else "application/json"
             return Response(protocol.broken(stream), media_type=kind)
-        asked = Asked(body, decoded, number)
         if not stream:
             wire = protocol.reply(reply, asked)
             if spec.cut_after_chunks is not None:  # not streamed: the body itself is cut short

@@ -383,3 +383,20 @@ def test_reused_ids_get_each_turns_result_and_unlock_by_turn(tmp_path: Path) -> 
     """
     assert play(tmp_path, text).problems == ()
     assert asyncio.run(play_file(tmp_path / "case.yaml", via="sdk")).problems == ()
+
+
+@pytest.mark.parametrize("api", list(Api))
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+def test_a_scripted_error_can_fail_a_stream_after_it_started(tmp_path: Path, api: Api, stream: bool) -> None:
+    text = """
+    prompt: p
+    replies:
+      - error: {status: 500, message: The model fell over mid-stream., type: server_error, in_stream: true}
+    expect: {outcome: api_error}
+    """
+    report = play(tmp_path, text)
+    assert report.problems == ()
+    over_sdk = asyncio.run(play_file(tmp_path / "case.yaml", via="sdk", api=api, stream=stream))
+    assert over_sdk.problems == ()
+    assert "The model fell over mid-stream." in over_sdk.transcript[-1]
+    assert ("HTTP 500" in over_sdk.transcript[-1]) is not stream  # in the stream, the status is 200
