@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
+from sim.adapters.body_bytes import EncodedTools, assemble, dumps
 from sim.core.errors import MessageContractError, ModelReplyError
 from sim.core.messages import (
     AssistantMessage,
@@ -21,10 +21,6 @@ from sim.core.messages import (
 from sim.core.model import FinishReason, ModelReply, ModelRequest, ToolSpec, Usage
 
 FINISH_REASONS: frozenset[str] = frozenset({"stop", "tool_calls", "length", "content_filter"})
-
-
-def _dumps(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def message_to_wire(message: ChatMessage) -> dict[str, Any]:
@@ -53,13 +49,12 @@ def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
 class RequestEncoder:
     """Builds request bodies as bytes; the messages a growing history already sent are not encoded again."""
 
-    __slots__ = ("_encoded", "_encoded_tools", "_previous", "_tools")
+    __slots__ = ("_encoded", "_previous", "_tools")
 
     def __init__(self) -> None:
         self._previous: Sequence[ChatMessage] = ()
         self._encoded: list[bytes] = []
-        self._tools: tuple[ToolSpec, ...] | None = None
-        self._encoded_tools = b""
+        self._tools = EncodedTools(tool_to_wire)
 
     def body(self, request: ModelRequest, fields: Mapping[str, Any]) -> bytes:
         """`{**fields, "messages": [...], "tools": [...]}` as JSON bytes; tools left out when none."""
@@ -68,19 +63,9 @@ class RequestEncoder:
         if new is None:
             self._encoded = []
             new = messages
-        self._encoded.extend(_dumps(message_to_wire(m)) for m in new)
+        self._encoded.extend(dumps(message_to_wire(m)) for m in new)
         self._previous = messages
-        if request.tools is not self._tools:
-            self._tools = request.tools
-            self._encoded_tools = _dumps([tool_to_wire(s) for s in request.tools]) if request.tools else b""
-        parts = [_dumps(dict(fields))[:-1]]
-        parts.append(b',"messages":[' if fields else b'"messages":[')
-        parts.append(b",".join(self._encoded))
-        parts.append(b"]")
-        if self._encoded_tools:
-            parts += [b',"tools":', self._encoded_tools]
-        parts.append(b"}")
-        return b"".join(parts)
+        return assemble(fields, "messages", self._encoded, self._tools.of(request.tools))
 
 
 def _fail(message: str) -> ModelReplyError:

@@ -8,10 +8,10 @@ are flat (`{type: function, name, description, parameters, strict}`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
+from sim.adapters.body_bytes import EncodedTools, assemble, dumps
 from sim.adapters.chat_wire import STREAM_ENDED_EARLY, well_formed
 from sim.core.errors import MessageContractError, ModelAPIError, ModelReplyError
 from sim.core.messages import (
@@ -33,10 +33,6 @@ INCOMPLETE_REASONS: dict[str, FinishReason] = {
 """`incomplete_details.reason` as the loop's finish reason."""
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 """What a stateless request asks `include` for, to be able to send reasoning back."""
-
-
-def _dumps(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def reasoning_to_wire(reasoning: Reasoning) -> dict[str, Any]:
@@ -83,39 +79,27 @@ def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
 class ItemEncoder:
     """Builds request bodies as bytes; the items a growing history already sent are not encoded again."""
 
-    __slots__ = ("_encoded", "_encoded_tools", "_previous", "_tools")
+    __slots__ = ("_encoded", "_previous", "_tools")
 
     def __init__(self) -> None:
         self._previous: Sequence[ChatMessage] = ()
         self._encoded: list[bytes] = []
         """Each history message's items (without the system prompt), comma-joined."""
-        self._tools: tuple[ToolSpec, ...] | None = None
-        self._encoded_tools = b""
+        self._tools = EncodedTools(tool_to_wire)
 
     def body(self, request: ModelRequest, fields: Mapping[str, Any], *, start: int = 0) -> bytes:
         """`{**fields, "instructions", "input": [...], "tools": [...]}` as JSON bytes, with the input items
         of history messages from `start` on (a chained request sends only what is new)."""
         messages = request.messages
         new = messages.new_since(self._previous) if isinstance(messages, HistoryView) else None
-        history = messages[1:] if messages and isinstance(messages[0], SystemMessage) else messages
+        has_system = bool(messages) and isinstance(messages[0], SystemMessage)
         if new is None:
             self._encoded = []
-            new = history
-        self._encoded.extend(b",".join(_dumps(item) for item in message_to_items(m)) for m in new)
+            new = messages[1:] if has_system else messages
+        self._encoded.extend(b",".join(dumps(item) for item in message_to_items(m)) for m in new)
         self._previous = messages
-        if request.tools is not self._tools:
-            self._tools = request.tools
-            self._encoded_tools = _dumps([tool_to_wire(s) for s in request.tools]) if request.tools else b""
-        head = dict(fields)
-        if messages and isinstance(messages[0], SystemMessage):
-            head["instructions"] = messages[0].content
-        parts = [_dumps(head)[:-1], b',"input":[' if head else b'"input":[']
-        parts.append(b",".join(encoded for encoded in self._encoded[start:] if encoded))
-        parts.append(b"]")
-        if self._encoded_tools:
-            parts += [b',"tools":', self._encoded_tools]
-        parts.append(b"}")
-        return b"".join(parts)
+        head = {**fields, "instructions": messages[0].content} if has_system else dict(fields)
+        return assemble(head, "input", self._encoded[start:], self._tools.of(request.tools))
 
 
 def _fail(message: str) -> ModelReplyError:
