@@ -23,7 +23,7 @@ from sim.adapters.apis import Api, connect_model
 from sim.adapters.settings import Settings
 from sim.cassette.audit import audit
 from sim.cassette.conversations import conversations
-from sim.cassette.convert import scenario_data
+from sim.cassette.convert import runs, scenario_data
 from sim.cassette.outline import outline as cassette_outline
 from sim.cassette.reader import looks_like_cassette, read_cassette
 from sim.cassette.recorder import record_run
@@ -285,7 +285,7 @@ def convert(
 ) -> None:
     """Turn a recorded session into editable scenario files that `sim play` plays the same way.
 
-    A cassette holding several conversations gives one file each: OUTPUT, then OUTPUT-2, OUTPUT-3...
+    Each conversation (each run of one: a scenario has one prompt) gives a file: OUTPUT, OUTPUT-2, ...
     """
     recorded = _open_one(cassette, read_cassette)
     found = []
@@ -295,9 +295,9 @@ def convert(
             where = f"interaction {first.interaction.index}"
             err.print(f"skipped {where}: its request cannot be read: {first.request_problem}", markup=False)
         else:
-            found.append(conversation)
+            found += runs(conversation)
     if not found:
-        raise _usage_error(f"{cassette}: no chat completions to convert")
+        raise _usage_error(f"{cassette}: no model calls to convert")
     targets = [
         output if n == 1 else output.with_name(f"{output.stem}-{n}{output.suffix}")
         for n in range(1, len(found) + 1)

@@ -15,7 +15,13 @@ from typing import Any
 import httpx2
 from openai import AsyncOpenAI
 
-from sim.adapters.responses_wire import ENCRYPTED_REASONING, ItemEncoder, reply_from_events, reply_from_wire
+from sim.adapters.responses_wire import (
+    ENCRYPTED_REASONING,
+    ItemEncoder,
+    reply_from_events,
+    reply_from_wire,
+    response_id,
+)
 from sim.adapters.sdk_calls import connect, post_json, post_stream
 from sim.core.checks import require_positive_int, require_text
 from sim.core.messages import AssistantMessage, ChatMessage, HistoryView, RequestPairing
@@ -112,22 +118,10 @@ class OpenAIResponsesModel:
         body = self._encoder.body(request, self.request_fields(previous), start=start)
         if self.stream:
             events = await post_stream(self.client, "/responses", body)
-            reply, response_id = reply_from_events(events), _final_id(events)
+            reply, served_id = reply_from_events(events), response_id(events)
         else:
             response = await post_json(self.client, "/responses", body)
-            reply, response_id = reply_from_wire(response), _id(response)
-        if self.chain and response_id is not None:
-            self._stored = _Stored(response_id, request.messages, reply.message)
+            reply, served_id = reply_from_wire(response), response_id(response)
+        if self.chain and served_id is not None:
+            self._stored = _Stored(served_id, request.messages, reply.message)
         return reply
-
-
-def _id(response: Any) -> str | None:
-    value = response.get("id") if isinstance(response, dict) else None
-    return value if isinstance(value, str) else None
-
-
-def _final_id(events: list[Any]) -> str | None:
-    for event in reversed(events):
-        if isinstance(event, dict) and isinstance(event.get("response"), dict):
-            return _id(event["response"])
-    return None

@@ -211,6 +211,19 @@ def _usage(raw: Any) -> Usage | None:
     return Usage(prompt_tokens=counts[0], completion_tokens=counts[1], total_tokens=counts[2])
 
 
+def response_id(reply: Any) -> str | None:
+    """The id of a `response` body, or of the response a stream's events carry (its last one)."""
+    if isinstance(reply, list):
+        carried = [
+            event["response"]
+            for event in reply
+            if isinstance(event, Mapping) and isinstance(event.get("response"), Mapping)
+        ]
+        return response_id(carried[-1]) if carried else None
+    value = reply.get("id") if isinstance(reply, Mapping) else None
+    return value if isinstance(value, str) else None
+
+
 FINAL_EVENTS = frozenset({"response.completed", "response.incomplete"})
 
 

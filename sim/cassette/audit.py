@@ -53,12 +53,10 @@ def audit(cassette: Cassette) -> list[Finding]:
     findings: list[Finding] = _whole_file(cassette)
     for interaction in cassette.interactions:
         findings += _secrets(interaction) + _stale(interaction)
-        if not interaction.is_chat_completion:
+        if not interaction.is_model_call:
             request = interaction.request
             findings.append(
-                Finding(
-                    interaction.index, "warning", f"not a chat completion: {request.method} {request.uri}"
-                )
+                Finding(interaction.index, "warning", f"not a model call: {request.method} {request.uri}")
             )
     for conversation in conversations(cassette):
         for exchange in conversation.exchanges:
@@ -74,6 +72,14 @@ def audit(cassette: Cassette) -> list[Finding]:
                     findings.append(
                         Finding(index, "serious", f"tool messages not paired with calls: {error}")
                     )
+            for sent, returned in exchange.renamed_calls.items():
+                what = (
+                    f"the request sends call id {sent} for the model's call {returned} (paired by position)"
+                )
+                findings.append(Finding(index, "info", what))
+            if exchange.unknown_previous:
+                what = f"previous_response_id {exchange.continues} names no response recorded here"
+                findings.append(Finding(index, "warning", what))
             if isinstance(exchange.reply, HttpFailure):
                 severity: Severity = "warning" if not exchange.reply.unreadable else "serious"
                 findings.append(

@@ -1,14 +1,16 @@
-"""A cassette's chat completions read as conversations: each request's new messages and the reply it got."""
+"""A cassette's model calls (Chat Completions and the Responses API) read as conversations: each request's
+new messages and the reply it got; a Responses request that names `previous_response_id` continues the
+conversation recorded for that response."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim.adapters.chat_wire import messages_from_wire, reply_from_events, reply_from_wire, tools_from_wire
+from sim.adapters.apis import Codec, codec_for
 from sim.cassette.reader import Cassette, RecordedInteraction
 from sim.core.errors import AgentError
-from sim.core.messages import ChatMessage
+from sim.core.messages import AssistantMessage, ChatMessage, SystemMessage
 from sim.core.model import ModelReply, ToolSpec
 
 
@@ -25,15 +27,24 @@ class HttpFailure:
 
 @dataclass(frozen=True, slots=True)
 class Exchange:
-    """One chat completion: what the request held, what it added, and what came back."""
+    """One model call: what the request held (a chained request: the whole conversation it continues), what
+    it added, and what came back."""
 
     interaction: RecordedInteraction
+    codec: Codec
     messages: list[ChatMessage]
     new_messages: list[ChatMessage]
     tools: tuple[ToolSpec, ...]
     streamed: bool
     reply: ModelReply | HttpFailure
     request_problem: str | None = None
+    continues: str | None = None
+    """The `previous_response_id` it names, if any."""
+    unknown_previous: bool = False
+    """Whether that response is not in the cassette (the conversation before it is unknown)."""
+    renamed_calls: dict[str, str] = field(default_factory=dict)
+    """Call ids this request sends in place of the ones the model returned (some clients send the item
+    id, `fc_...`, as `call_id`): the sent id -> the model's, paired by position."""
 
 
 @dataclass(slots=True)
@@ -56,24 +67,39 @@ class Conversation:
         return carries_reply, len(previous)
 
 
+@dataclass(frozen=True, slots=True)
+class _Request:
+    messages: list[ChatMessage]
+    tools: tuple[ToolSpec, ...] = ()
+    streamed: bool = False
+    problem: str | None = None
+    continues: str | None = None
+    unknown_previous: bool = False
+
+
 def _request(
-    interaction: RecordedInteraction,
-) -> tuple[list[ChatMessage], tuple[ToolSpec, ...], bool, str | None]:
+    interaction: RecordedInteraction, codec: Codec, replied: dict[str, list[ChatMessage]]
+) -> _Request:
+    """The request's conversation; a chained one is rebuilt from the response it continues (`replied`: the
+    whole conversation each recorded response ended, by id)."""
     body = interaction.request.json()
     if not isinstance(body, dict):
-        return [], (), False, "request body is not a JSON object"
+        return _Request([], problem="request body is not a JSON object")
+    streamed = bool(body.get("stream"))
     try:
-        return (
-            messages_from_wire(body.get("messages")),
-            tools_from_wire(body.get("tools")),
-            bool(body.get("stream")),
-            None,
-        )
+        messages, tools = codec.history(body), codec.tools(body.get("tools"))
     except AgentError as error:
-        return [], (), bool(body.get("stream")), str(error)
+        return _Request([], streamed=streamed, problem=str(error))
+    previous = codec.chained_to(body)
+    if previous is None:
+        return _Request(messages, tools, streamed)
+    system = [m for m in messages[:1] if isinstance(m, SystemMessage)]
+    earlier = [m for m in replied.get(previous, []) if not isinstance(m, SystemMessage)]
+    whole = [*system, *earlier, *messages[len(system) :]]
+    return _Request(whole, tools, streamed, continues=previous, unknown_previous=previous not in replied)
 
 
-def _reply(interaction: RecordedInteraction) -> ModelReply | HttpFailure:
+def _reply(interaction: RecordedInteraction, codec: Codec) -> ModelReply | HttpFailure:
     response = interaction.response
     if response.status >= 400:
         body: Any = response.json()
@@ -88,30 +114,56 @@ def _reply(interaction: RecordedInteraction) -> ModelReply | HttpFailure:
         return HttpFailure(response.status, response.body.decode("utf-8", errors="replace")[:200])
     try:
         if response.is_event_stream:
-            return reply_from_events(response.events())
-        return reply_from_wire(response.json())
+            return codec.reply_from_events(response.events())
+        return codec.reply(response.json())
     except (AgentError, ValueError) as error:
         return HttpFailure(response.status, f"unreadable reply: {error}", unreadable=True)
+
+
+def _served_id(interaction: RecordedInteraction, codec: Codec) -> str | None:
+    response = interaction.response
+    try:
+        return codec.response_id(response.events() if response.is_event_stream else response.json())
+    except ValueError:
+        return None
 
 
 def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
+def _renamed(previous: ModelReply | HttpFailure, new: list[ChatMessage]) -> dict[str, str]:
+    """The call ids a request sends for the previous reply's calls, where they differ (by position)."""
+    sent = new[0] if new and isinstance(new[0], AssistantMessage) else None
+    if not isinstance(previous, ModelReply) or sent is None:
+        return {}
+    returned = previous.message.tool_calls
+    if [c.name for c in sent.tool_calls] != [c.name for c in returned]:
+        return {}
+    return {
+        mine.id: theirs.id
+        for mine, theirs in zip(sent.tool_calls, returned, strict=True)
+        if mine.id != theirs.id
+    }
+
+
 def conversations(cassette: Cassette) -> list[Conversation]:
-    """The cassette's chat completions grouped into conversations, in recorded order. Each request joins
-    the conversation it continues best (the one whose last reply it carries, then the one it repeats
-    most of), so conversations that take turns (concurrent tests, several agents) stay whole; a request
-    that cannot be read stands alone."""
+    """The cassette's model calls grouped into conversations, in recorded order. Each request joins the
+    conversation it continues best (the one whose last reply it carries, then the one it repeats most
+    of), so conversations that take turns (concurrent tests, several agents) stay whole; a request that
+    cannot be read stands alone."""
     found: list[Conversation] = []
+    replied: dict[str, list[ChatMessage]] = {}
     for interaction in cassette.interactions:
-        if not interaction.is_chat_completion:
+        codec = codec_for(interaction.request.path) if interaction.request.method == "POST" else None
+        if codec is None:
             continue
-        messages, tools, streamed, problem = _request(interaction)
+        request = _request(interaction, codec, replied)
+        messages = request.messages
         scored = (
             []
-            if problem
-            else [(fit, index) for index, c in enumerate(found) if (fit := c.continued_by(messages))]
+            if request.problem
+            else [(f, i) for i, c in enumerate(found) if (f := c.continued_by(messages))]
         )
         if scored:
             conversation = found[max(scored)[1]]
@@ -120,7 +172,13 @@ def conversations(cassette: Cassette) -> list[Conversation]:
             conversation = Conversation()
             found.append(conversation)
             new = messages
-        conversation.exchanges.append(
-            Exchange(interaction, messages, new, tools, streamed, _reply(interaction), problem)
-        )
+        reply = _reply(interaction, codec)
+        renamed = _renamed(conversation.exchanges[-1].reply, new) if scored else {}
+        exchange = Exchange(
+            interaction, codec, messages, new, request.tools, request.streamed, reply,
+            request.problem, request.continues, request.unknown_previous, renamed,
+        )  # fmt: skip
+        conversation.exchanges.append(exchange)
+        if isinstance(reply, ModelReply) and (served := _served_id(interaction, codec)) is not None:
+            replied[served] = [*messages, reply.message]
     return found

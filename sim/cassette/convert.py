@@ -18,6 +18,17 @@ from sim.core.model import ModelReply
 NOT_RECORDED = "(result not recorded)"
 
 
+def runs(conversation: Conversation) -> list[Conversation]:
+    """A conversation cut into runs: a request that adds a user message after a reply starts another (a
+    scenario has one prompt), with the turns before it as its history."""
+    found: list[Conversation] = []
+    for exchange in conversation.exchanges:
+        if not found or any(isinstance(m, UserMessage) for m in exchange.new_messages):
+            found.append(Conversation())
+        found[-1].exchanges.append(exchange)
+    return found
+
+
 def scenario_data(conversation: Conversation, *, name: str, source: str) -> dict[str, Any]:
     """The scenario, as data ready to be written as YAML."""
     exchanges = conversation.exchanges
@@ -27,6 +38,10 @@ def scenario_data(conversation: Conversation, *, name: str, source: str) -> dict
     offered = {spec.name for spec in first.tools}
     earlier = sum(isinstance(m, AssistantMessage) for m in first.messages)  # turns before the recording
     answered = results_in_history(exchanges[-1].messages, first_turn=1 - earlier)
+    for turn, exchange in enumerate(exchanges, 1):  # a request answers the turn before it
+        for sent, returned in exchange.renamed_calls.items():
+            if (sent, turn - 1) in answered:
+                answered[(returned, turn - 1)] = answered[(sent, turn - 1)]
     replies: list[dict[str, Any]] = []
     results: dict[CallRef, Any] = {}
     for turn, exchange in enumerate(exchanges, 1):
@@ -46,7 +61,8 @@ def scenario_data(conversation: Conversation, *, name: str, source: str) -> dict
     outcome, final_text = _ending(exchanges[-1].reply)
     data: dict[str, Any] = {
         "name": name,
-        "description": f"Converted from {source}: {len(replies)} recorded replies.",
+        "description": f"Converted from {source}: {len(replies)} recorded replies"
+        + (f" (after {earlier} earlier turns, which are not part of this scenario)." if earlier else "."),
         "prompt": prompt,
     }
     if system is not None:
@@ -86,6 +102,10 @@ def _failure(failure: HttpFailure) -> dict[str, Any]:
 
 def _reply(reply: ModelReply) -> dict[str, Any]:
     data: dict[str, Any] = {"content": reply.message.content}
+    if reply.message.reasoning:
+        summaries = [text for item in reply.message.reasoning for text in item.summary]
+        hidden = sum(len(item.encrypted_content or "") for item in reply.message.reasoning)
+        data["reasoning"] = " ".join(summaries) if summaries else f"[{hidden} chars of encrypted reasoning]"
     if reply.message.tool_calls:
         data["tool_calls"] = [
             {"id": call.id, "name": call.name, "arguments": call.arguments}

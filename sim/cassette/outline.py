@@ -1,18 +1,27 @@
-"""A cassette told turn by turn: each request's new messages, each reply or HTTP error, what was ignored."""
+"""A cassette told turn by turn, either API: each request's new messages, each reply (reasoning shown by
+size and summary) or HTTP error, what was ignored."""
 
 from __future__ import annotations
 
 from sim.cassette.conversations import Exchange, HttpFailure, conversations
 from sim.cassette.reader import Cassette
-from sim.core.messages import AssistantMessage, ChatMessage, ToolMessage
+from sim.core.messages import AssistantMessage, ChatMessage, Reasoning, ToolMessage
 from sim.core.transcript import preview
+
+
+def _reasoning(reasoning: Reasoning) -> str:
+    encrypted = reasoning.encrypted_content
+    hidden = f"[reasoning: {len(encrypted)} chars encrypted]" if encrypted else "[reasoning]"
+    summary = " ".join(reasoning.summary)
+    return f"{hidden} {preview(summary)}" if summary else hidden
 
 
 def _message(message: ChatMessage) -> list[str]:
     if isinstance(message, ToolMessage):
         return [f"  + tool {message.tool_call_id}: {preview(message.content)}"]
     if isinstance(message, AssistantMessage):
-        lines = [f"  + assistant: {preview(message.content)}"] if message.content else []
+        lines = [f"  + assistant {_reasoning(r)}" for r in message.reasoning]
+        lines += [f"  + assistant: {preview(message.content)}"] if message.content else []
         return lines + [
             f"  + assistant calls {c.id}: {c.name} {preview(c.arguments)}" for c in message.tool_calls
         ]
@@ -27,17 +36,25 @@ def _exchange(exchange: Exchange, turn: int) -> list[str]:
     ]
     if exchange.request_problem:
         lines.append(f"  ! request cannot be read: {exchange.request_problem}")
+    if exchange.continues is not None:
+        known = (
+            "not recorded here: the conversation before it is unknown" if exchange.unknown_previous else ""
+        )
+        lines.append(f"  (continues {exchange.continues}{'; ' + known if known else ''})")
+    for sent, returned in exchange.renamed_calls.items():
+        lines.append(f"  ! sends call id {sent} for the model's call {returned} (paired by position)")
     for message in exchange.new_messages:
         lines += _message(message)
     reply = exchange.reply
     if isinstance(reply, HttpFailure):
         return [*lines, f"  = HTTP {reply.status}: {preview(reply.message)}"]
+    lines += [f"  = {_reasoning(r)}" for r in reply.message.reasoning]
     if reply.message.content is not None:
         lines.append(f"  = assistant: {preview(reply.message.content)}")
     lines += [f"  = calls {c.id}: {c.name} {preview(c.arguments)}" for c in reply.message.tool_calls]
     usage = reply.usage
     tokens = f", tokens {usage.prompt_tokens}+{usage.completion_tokens}={usage.total_tokens}" if usage else ""
-    lines.append(f"  = finish_reason: {reply.finish_reason}{tokens}")
+    lines.append(f"  = {exchange.codec.ending(reply)}{tokens}")
     return lines
 
 
@@ -46,7 +63,7 @@ def outline(cassette: Cassette) -> list[str]:
     found = conversations(cassette)
     chats = sum(len(c.exchanges) for c in found)
     lines = [
-        f"{cassette.path.name}: {len(cassette.interactions)} interactions, {chats} chat completions"
+        f"{cassette.path.name}: {len(cassette.interactions)} interactions, {chats} model calls"
         f" in {len(found)} conversation(s)"
     ]
     for number, conversation in enumerate(found, 1):
@@ -54,9 +71,9 @@ def outline(cassette: Cassette) -> list[str]:
         for turn, exchange in enumerate(conversation.exchanges, 1):
             lines += _exchange(exchange, turn)
     for interaction in cassette.interactions:
-        if not interaction.is_chat_completion:
+        if not interaction.is_model_call:
             request = interaction.request
-            ignored = f"{request.method} {request.uri} (not a chat completion)"
+            ignored = f"{request.method} {request.uri} (not a model call)"
             lines.append(f"ignored interaction {interaction.index}: {ignored}")
     if (sim := cassette.sim) is not None:
         lines.append(f"recorded by sim record: outcome {sim.get('outcome')} in {sim.get('turns')} turns")

@@ -177,8 +177,13 @@ class RecordedInteraction:
 
     @property
     def is_chat_completion(self) -> bool:
-        """Whether this is a POST to a Chat Completions endpoint (OpenAI's, Azure's or a compatible one)."""
-        return self.request.method == "POST" and self.request.path.rstrip("/").endswith("/chat/completions")
+        """Whether this is a POST to Chat Completions."""
+        return self.calls("/chat/completions")
+
+    @property
+    def is_model_call(self) -> bool:
+        """Whether this is a POST to Chat Completions or the Responses API."""
+        return self.calls("/chat/completions") or self.calls("/responses")
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 
-from sim.adapters.apis import HISTORIES, Api
+from sim.adapters.apis import CODECS, Api
 from sim.core.calls import CallRef, results_in_history
 from sim.core.errors import MessageContractError
 from sim.core.json_text import loads
@@ -69,7 +69,7 @@ def echoed_results(request_bodies: Iterable[bytes | None], api: Api = Api.chat) 
     largest = max(request_bodies, key=lambda body: len(body or b""), default=None)
     try:
         body = loads(largest) if largest else None
-        messages = HISTORIES[api](body if isinstance(body, dict) else {})
+        messages = CODECS[api].history(body if isinstance(body, dict) else {})
     except (ValueError, MessageContractError):
         return {}
     return results_in_history(messages)

@@ -38,9 +38,7 @@ def test_show_assembles_streamed_tool_calls() -> None:
 
 def test_show_lists_what_is_ignored_and_http_errors() -> None:
     agno = CliRunner().invoke(app, ["show", str(next(p for p in REAL if "agno" in p.name))]).output
-    assert (
-        "ignored interaction 2: POST https://os-api.agno.com/telemetry/runs (not a chat completion)" in agno
-    )
+    assert "ignored interaction 2: POST https://os-api.agno.com/telemetry/runs (not a model call)" in agno
     vision = CliRunner().invoke(app, ["show", str(next(p for p in REAL if "vision" in p.name))]).output
     assert "  = HTTP 400: Error while downloading" in vision
 
@@ -82,7 +80,7 @@ def test_specific_findings() -> None:
     assert "info: request header cookie is kept, with a placeholder" in mirascope
     assert "serious: request header authorization is recorded" not in mirascope  # only <filtered> there
     assert "serious: bearer token in the request" in whats("otel-contrib")
-    assert "warning: not a chat completion: POST https://os-api.agno.com/telemetry/runs" in whats(
+    assert "warning: not a model call: POST https://os-api.agno.com/telemetry/runs" in whats(
         "openllmetry__agno"
     )
     assert any(w.startswith("warning: HTTP 400 recorded") for w in whats("openllmetry__openai"))
