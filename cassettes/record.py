@@ -1,7 +1,9 @@
 """Re-record the bundled cassettes: `sim record` (live loop, real shell) against `sim serve` (a scenario).
 
 Each cassette here was made by this script: a simulator serves a bundled scenario on 127.0.0.1, and
-`sim record` runs the real loop against it in an empty workspace, so the commands really run.
+`sim record` runs the real loop against it in an empty workspace, so the commands really run. Each
+session is recorded over Chat Completions (`cassettes/`) and over the Responses API
+(`cassettes/responses/`, parallel-calls chained through `previous_response_id`).
 
 Run from the repository root: python cassettes/record.py
 """
@@ -37,7 +39,13 @@ RECORDINGS = {
 }
 
 
-def record(name: str, scenario: str, prompt: str, options: list[str]) -> None:
+RESPONSES = {
+    name: ["--api", "responses", *(["--chain"] if name == "parallel-calls" else [])] for name in RECORDINGS
+}
+"""How each session is recorded again over the Responses API."""
+
+
+def record(name: str, scenario: str, prompt: str, options: list[str], folder: Path) -> None:
     server = subprocess.Popen(
         [*SIM, "serve", str(ROOT / "scenarios" / scenario), "--port", "0", "--once"],
         stdout=subprocess.PIPE,
@@ -54,7 +62,7 @@ def record(name: str, scenario: str, prompt: str, options: list[str]) -> None:
                 "OPENAI_MODEL": "sim-model",
             }
             subprocess.run(
-                [*SIM, "record", str(ROOT / "cassettes" / f"{name}.yaml"), "--prompt", prompt, "--force",
+                [*SIM, "record", str(folder / f"{name}.yaml"), "--prompt", prompt, "--force",
                  "--workspace", workspace, *options],
                 env=env,
                 timeout=120,
@@ -68,4 +76,5 @@ def record(name: str, scenario: str, prompt: str, options: list[str]) -> None:
 
 if __name__ == "__main__":
     for name, (scenario, prompt, options) in RECORDINGS.items():
-        record(name, scenario, prompt, options)
+        record(name, scenario, prompt, options, ROOT / "cassettes")
+        record(name, scenario, prompt, [*options, *RESPONSES[name]], ROOT / "cassettes" / "responses")

@@ -72,4 +72,5 @@ def echoed_results(request_bodies: Iterable[bytes | None], api: Api = Api.chat) 
         messages = CODECS[api].history(body if isinstance(body, dict) else {})
     except (ValueError, MessageContractError):
         return {}
-    return results_in_history(messages)
+    # a chained request holds results for calls made before its own history began: no turn to pair them
+    return {call: text for call, text in results_in_history(messages).items() if call[1] >= 1}

@@ -1,4 +1,5 @@
-"""`sim show`, `sim check` and `sim convert` on every cassette in ../shared/real-cassettes."""
+"""`sim show`, `sim check` and `sim convert` on every cassette in ../shared/real-cassettes (both folders:
+Chat Completions and the Responses API), and on the bundled ones."""
 
 from __future__ import annotations
 
@@ -8,27 +9,34 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from sim.adapters.apis import Api
 from sim.cassette.audit import audit
 from sim.cassette.reader import read_cassette
 from sim.cli import app
 from sim.scenario import load_scenario, play_file
 from tests.corpus import needs_corpus, real_cassettes
 
-pytestmark = needs_corpus
 REAL = real_cassettes()
 IDS = [p.stem.split("__")[0] + "/" + p.stem.split("__")[1] for p in REAL]
-BUNDLED = sorted((Path(__file__).resolve().parents[2] / "cassettes").glob("*.yaml"))
+RESPONSES = real_cassettes("responses")
+RESPONSES_IDS = ["responses/" + p.stem.split("__")[0] + "/" + p.stem.split("__")[1] for p in RESPONSES]
+BUNDLED_ROOT = Path(__file__).resolve().parents[2] / "cassettes"
+BUNDLED = sorted(BUNDLED_ROOT.rglob("*.yaml"))
+BUNDLED_IDS = [str(p.relative_to(BUNDLED_ROOT).with_suffix("")) for p in BUNDLED]
 
 
-@pytest.mark.parametrize("path", REAL, ids=IDS)
+@needs_corpus
+@pytest.mark.parametrize("path", [*REAL, *RESPONSES], ids=[*IDS, *RESPONSES_IDS])
 def test_show_tells_every_turn(path: Path) -> None:
     result = CliRunner().invoke(app, ["show", str(path)])
     assert result.exit_code == 0, result.output
-    chats = [i for i in read_cassette(path).interactions if i.is_chat_completion]
-    assert result.output.count("\nturn ") == len(chats)
-    assert result.output.count("  = finish_reason: ") + result.output.count("  = HTTP ") == len(chats)
+    calls = [i for i in read_cassette(path).interactions if i.is_model_call]
+    assert result.output.count("\nturn ") == len(calls)
+    endings = ("  = finish_reason: ", "  = status: ", "  = HTTP ")
+    assert sum(result.output.count(ending) for ending in endings) == len(calls)
 
 
+@needs_corpus
 def test_show_assembles_streamed_tool_calls() -> None:
     path = next(p for p in REAL if p.name.startswith("magentic"))
     output = CliRunner().invoke(app, ["show", str(path)]).output
@@ -36,6 +44,7 @@ def test_show_assembles_streamed_tool_calls() -> None:
     assert '  = calls call_u5dbdPz1mAis8zZVk4ZBqXgL: minus {"a": 3, "b": 2}' in output
 
 
+@needs_corpus
 def test_show_lists_what_is_ignored_and_http_errors() -> None:
     agno = CliRunner().invoke(app, ["show", str(next(p for p in REAL if "agno" in p.name))]).output
     assert "ignored interaction 2: POST https://os-api.agno.com/telemetry/runs (not a model call)" in agno
@@ -55,6 +64,7 @@ EXPECTED_SERIOUS = {
 }
 
 
+@needs_corpus
 @pytest.mark.parametrize("path", REAL, ids=IDS)
 def test_check_flags_what_a_careful_user_would_want_flagged(path: Path) -> None:
     findings = audit(read_cassette(path))
@@ -66,6 +76,7 @@ def test_check_flags_what_a_careful_user_would_want_flagged(path: Path) -> None:
     assert all(line.startswith(str(path)) for line in result.output.splitlines()[:-2])
 
 
+@needs_corpus
 def test_specific_findings() -> None:
     def whats(prefix: str) -> list[str]:
         return [
@@ -104,7 +115,9 @@ def test_tool_messages_not_paired_are_serious(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("path", [*REAL, *BUNDLED], ids=[*IDS, *(p.stem for p in BUNDLED)])
+@pytest.mark.parametrize(
+    "path", [*REAL, *RESPONSES, *BUNDLED], ids=[*IDS, *RESPONSES_IDS, *BUNDLED_IDS]
+)  # fmt: skip
 def test_converted_scenarios_play_the_recorded_conversation(path: Path, tmp_path: Path) -> None:
     output = tmp_path / "converted.yaml"
     result = CliRunner().invoke(app, ["convert", str(path), "-o", str(output)])
@@ -113,13 +126,49 @@ def test_converted_scenarios_play_the_recorded_conversation(path: Path, tmp_path
     assert len(written) == result.output.count("wrote ")
     for scenario_file in written:
         scenario = load_scenario(scenario_file)
-        for via in ("direct", "sdk"):
-            report = asyncio.run(play_file(scenario_file, via=via))  # type: ignore[arg-type]
-            assert report.problems == (), (scenario_file.name, via)
-        if scenario.expect.outcome == "completed":
-            assert report.final_text == scenario.expect.final_text
+        for via, api in (("direct", Api.chat), ("sdk", Api.chat), ("sdk", Api.responses)):
+            report = asyncio.run(play_file(scenario_file, via=via, api=api))  # type: ignore[arg-type]
+            assert report.problems == (), (scenario_file.name, via, api)
+            if scenario.expect.outcome == "completed":
+                assert report.final_text == scenario.expect.final_text
 
 
+@needs_corpus
+def test_responses_specific_findings_and_no_false_alarm() -> None:
+    def findings(prefix: str) -> list[tuple[str, str]]:
+        path = next(p for p in RESPONSES if p.name.startswith(prefix))
+        return [(f.severity, f.what) for f in audit(read_cassette(path))]
+
+    renamed = findings("pydantic-ai__responses_tool_call__stream")
+    assert ("info", "the request sends call id fc_67e554a1de488191af0831d35cbe082e0794405d35281ae2 for the"
+            " model's call call_kL0PCQV7M2WMoVX8V8OtYSAL (paired by position)") in renamed  # fmt: skip
+    assert findings("pydantic-ai__responses_reasoning") == []  # encrypted_content is no secret
+    assert ("info", "request header cookie is kept, with a placeholder") in findings(
+        "mirascope__responses_auth"
+    )
+    assert ("serious", "project id in the response") in findings(
+        "pydantic-ai__responses_previous"
+    )  # a real one
+
+
+def test_a_function_call_output_answering_no_call_is_serious(tmp_path: Path) -> None:
+    text = (BUNDLED_ROOT / "responses" / "echo-42.yaml").read_text()
+    text = text.replace('"call_id":"call_1","output"', '"call_id":"call_zz","output"', 1)
+    (tmp_path / "orphan.yaml").write_text(text)
+    whats = [f.what for f in audit(read_cassette(tmp_path / "orphan.yaml")) if f.severity == "serious"]
+    assert "tool messages not paired with calls: orphan tool result id: call_zz" in whats
+
+
+def test_an_unknown_previous_response_id_is_a_warning(tmp_path: Path) -> None:
+    text = (BUNDLED_ROOT / "responses" / "parallel-calls.yaml").read_text()
+    (tmp_path / "chain.yaml").write_text(
+        text.replace('"previous_response_id":"resp_sim000001"', '"previous_response_id":"resp_gone"')
+    )
+    found = [(f.severity, f.what) for f in audit(read_cassette(tmp_path / "chain.yaml"))]
+    assert ("warning", "previous_response_id resp_gone names no response recorded here") in found
+
+
+@needs_corpus
 def test_conversion_keeps_the_recorded_replies_results_and_final_text(tmp_path: Path) -> None:
     path = next(p for p in REAL if p.name.startswith("pydantic-ai"))
     CliRunner().invoke(app, ["convert", str(path), "-o", str(tmp_path / "capital.yaml")])

@@ -69,10 +69,14 @@ def record(
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
-def test_record_then_replay_offline_with_no_secret_written(tmp_path: Path, stream: bool) -> None:
+@pytest.mark.parametrize("api", [[], ["--api", "responses"], ["--api", "responses", "--chain"]],
+                         ids=["chat", "responses", "responses-chained"])  # fmt: skip
+def test_record_then_replay_offline_with_no_secret_written(
+    tmp_path: Path, stream: bool, api: list[str]
+) -> None:
     cassette = tmp_path / "echo.yaml"
     with served(ROOT / "scenarios" / "echo-42.yaml") as base_url:
-        options = ["--approve", "always", *(["--stream"] if stream else [])]
+        options = ["--approve", "always", *(["--stream"] if stream else []), *api]
         done = record(base_url, cassette, tmp_path, "Run `echo 42` and tell me the result.", *options)
     assert done.returncode == 0, done.stderr
     assert done.stdout.rstrip().endswith("The command printed 42.")
@@ -83,6 +87,9 @@ def test_record_then_replay_offline_with_no_secret_written(tmp_path: Path, strea
     data = yaml.safe_load(text)
     assert data["sim"]["outcome"] == "completed"
     assert data["sim"]["stream"] is stream
+    assert (data["sim"]["api"], data["sim"]["chain"]) == ("responses" if api else "chat", "--chain" in api)
+    if "--chain" in api:
+        assert '"previous_response_id":"resp_sim000001"' in data["interactions"][1]["request"]["body"]
     assert data["interactions"][0]["request"]["body"].startswith("{\n  ")  # readable, not base64 gzip
     report = asyncio.run(replay_cassette(cassette))  # the server is gone: replay is offline
     assert report.problems == ()
@@ -135,7 +142,7 @@ def test_replay_runs_no_command(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("replay must not run a command")
 
     monkeypatch.setattr(SubprocessRunner, "run", refuse)
-    for path in sorted((ROOT / "cassettes").glob("*.yaml")):
+    for path in sorted((ROOT / "cassettes").rglob("*.yaml")):
         report = asyncio.run(replay_cassette(path))
         assert report.problems == (), path.name
 
@@ -190,7 +197,7 @@ def test_replay_cli_over_the_bundled_cassettes() -> None:
         [*SIM, "replay", str(ROOT / "cassettes")], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.strip().endswith("4 passed, 0 failed")
+    assert done.stdout.strip().endswith("8 passed, 0 failed")  # four sessions, over each API
 
 
 def test_replay_cli_fails_on_a_mismatch(tmp_path: Path) -> None:
@@ -293,3 +300,16 @@ def test_a_call_id_reused_on_a_later_turn_is_paired_by_turn(tmp_path: Path) -> N
     played = asyncio.run(play_file(converted))
     assert played.problems == ()
     assert played.final_text == "one then two"
+
+
+def test_a_responses_divergence_names_the_turn_and_the_json_path(tmp_path: Path) -> None:
+    cassette = tmp_path / "responses.yaml"
+    with served(ROOT / "scenarios" / "echo-42.yaml") as base_url:
+        prompt = "Run `echo 42` and tell me the result."
+        done = record(base_url, cassette, tmp_path, prompt, "--approve", "always", "--api", "responses")
+    assert done.returncode == 0, done.stderr
+    data = yaml.safe_load(cassette.read_text())
+    data["sim"]["prompt"] = "Something else."
+    cassette.write_text(yaml.safe_dump(data, sort_keys=False))
+    report = asyncio.run(replay_cassette(cassette))
+    assert report.problems[0] == f'turn 1: input[0].content: recorded "{prompt}" != now "Something else."'
