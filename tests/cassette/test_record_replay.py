@@ -313,3 +313,25 @@ def test_a_responses_divergence_names_the_turn_and_the_json_path(tmp_path: Path)
     cassette.write_text(yaml.safe_dump(data, sort_keys=False))
     report = asyncio.run(replay_cassette(cassette))
     assert report.problems[0] == f'turn 1: input[0].content: recorded "{prompt}" != now "Something else."'
+
+
+def test_a_session_recorded_again_with_new_server_ids_still_matches(tmp_path: Path) -> None:
+    """The server mints response and item ids anew each recording; the client sends back whatever it got."""
+    text = (ROOT / "cassettes" / "responses" / "parallel-calls.yaml").read_text()
+    data = yaml.safe_load(text)
+    for interaction in data["interactions"]:  # the responses as a new recording would have them
+        body = interaction["response"]["body"]["string"]
+        interaction["response"]["body"]["string"] = body.replace("resp_sim", "resp_live").replace(
+            "fc_sim", "fc_live"
+        )
+    path = tmp_path / "again.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    report = asyncio.run(replay_cassette(path))
+    assert report.problems == ()
+    changed = yaml.safe_load(text)  # the client's own choices still count: a different model does not match
+    changed["sim"]["model"] = "another-model"
+    path.write_text(yaml.safe_dump(changed, sort_keys=False))
+    assert (
+        asyncio.run(replay_cassette(path)).problems[0]
+        == 'turn 1: model: recorded "sim-model" != now "another-model"'
+    )
