@@ -1,6 +1,8 @@
-"""pytest plugin: each scenario file under `--sim-scenarios=DIR` or the ini option `sim_scenarios` is a test.
+"""pytest plugin: each scenario file under `--sim-scenarios=DIR` (ini `sim_scenarios`) is a test, and so is
+each cassette under `--sim-cassettes=DIR` (ini `sim_cassettes`), replayed offline; `@pytest.mark.sim_cassette`
+records or replays a test's own traffic.
 
-Folders named with `--sim-scenarios` are always collected. Folders named in the ini file are collected
+Folders named on the command line are always collected. Folders named in the ini file are collected
 when pytest chooses what to run (no paths given) or a given path lies in them, so `pytest tests/x.py`
 stays narrow.
 """
@@ -14,11 +16,14 @@ from typing import Any
 
 import pytest
 
+from sim.cassette.replay import ReplayReport, replay_cassette
 from sim.cassette.vcr_support import RECORD_MODES, missing_recording, missing_recording_in, sim_vcr
+from sim.core.errors import CassetteError
 from sim.scenario.loader import SCENARIO_SUFFIXES
 from sim.scenario.player import PlayReport, play_file
 
 _ROOTS = pytest.StashKey[tuple[Path, ...]]()
+_CASSETTE_ROOTS = pytest.StashKey[tuple[Path, ...]]()
 _CALL_FAILED = pytest.StashKey[bool]()
 
 
@@ -39,6 +44,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="collect every scenario file (*.yaml, *.yml) under DIR as a test",
     )
     parser.addini("sim_scenarios", type="paths", default=[], help="folders of scenario files to collect")
+    parser.getgroup("sim").addoption(
+        "--sim-cassettes",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="collect every cassette recorded by sim record (*.yaml, *.yml) under DIR as a test replaying it",
+    )
+    parser.addini("sim_cassettes", type="paths", default=[], help="folders of cassettes to replay as tests")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -48,21 +61,72 @@ def pytest_configure(config: pytest.Config) -> None:
         "sim_cassette(path=None): record or replay the test's HTTP traffic in a cassette"
         " (default: cassettes/<module>/<test>.yaml beside the test module)",
     )
-    named = [(config.invocation_params.dir / p).resolve() for p in config.getoption("sim_scenarios")]
-    configured = [Path(p).resolve() for p in config.getini("sim_scenarios")]
-    config.stash[_ROOTS] = tuple(dict.fromkeys([*named, *configured]))
-    walked = named if config.args_source == pytest.Config.ArgsSource.ARGS else [*named, *configured]
+    walked: list[Path] = []
+    for name, key in (("sim_scenarios", _ROOTS), ("sim_cassettes", _CASSETTE_ROOTS)):
+        named = [(config.invocation_params.dir / p).resolve() for p in config.getoption(name)]
+        configured = [Path(p).resolve() for p in config.getini(name)]
+        config.stash[key] = tuple(dict.fromkeys([*named, *configured]))
+        walked += named if config.args_source == pytest.Config.ArgsSource.ARGS else [*named, *configured]
     for root in dict.fromkeys(walked):
         if str(root) not in config.args:
             config.args.append(str(root))
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """A scenario file under one of the folders becomes a `ScenarioFile`."""
-    roots = parent.config.stash.get(_ROOTS, ())
-    if file_path.suffix in SCENARIO_SUFFIXES and any(root in file_path.resolve().parents for root in roots):
+    """A YAML file under a cassette folder becomes a `CassetteFile`, under a scenario folder a
+    `ScenarioFile`."""
+    if file_path.suffix not in SCENARIO_SUFFIXES:
+        return None
+    parents = file_path.resolve().parents
+    if any(root in parents for root in parent.config.stash.get(_CASSETTE_ROOTS, ())):
+        return CassetteFile.from_parent(parent, path=file_path)
+    if any(root in parents for root in parent.config.stash.get(_ROOTS, ())):
         return ScenarioFile.from_parent(parent, path=file_path)
     return None
+
+
+class CassetteFile(pytest.File):
+    """A cassette recorded by `sim record`; it holds one test, named after the file."""
+
+    def collect(self) -> list[pytest.Item]:
+        """The file's one replay."""
+        return [CassetteItem.from_parent(self, name=self.path.stem)]
+
+
+class ReplayFailed(Exception):
+    """A replay did not do what the recording did."""
+
+    def __init__(self, report: ReplayReport) -> None:
+        super().__init__(report.problems)
+        self.report = report
+
+
+class CassetteItem(pytest.Item):
+    """Replays one cassette offline (the real loop and SDK adapter, either API); fails with the divergence
+    and the transcript."""
+
+    def runtest(self) -> None:
+        """Replay the cassette."""
+        try:
+            report = asyncio.run(replay_cassette(self.path))
+        except CassetteError as error:
+            report = ReplayReport(str(self.path), None, None, None, 0, 0, (str(error),), ())
+        if not report.passed:
+            raise ReplayFailed(report)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        """The problems, then the transcript."""
+        if isinstance(excinfo.value, ReplayFailed):
+            report = excinfo.value.report
+            lines = [f"cassette {report.path} replayed differently:", *(f"  {p}" for p in report.problems)]
+            if report.transcript:
+                lines += ["transcript:", *(f"  {line}" for line in report.transcript)]
+            return "\n".join(lines)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        """Where the test comes from."""
+        return self.path, 0, f"cassette {self.name}"
 
 
 class ScenarioFile(pytest.File):

@@ -64,3 +64,29 @@ def test_works_under_xdist(scenario_dir: pytest.Pytester) -> None:
     result = scenario_dir.runpytest_subprocess("--sim-scenarios=cases", "-n", "2", "-p", "xdist")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*2 workers*"])
+
+
+def test_cassettes_are_replayed_as_tests_of_either_api(pytester: pytest.Pytester) -> None:
+    from pathlib import Path
+
+    import yaml
+
+    bundled = Path(__file__).resolve().parents[2] / "cassettes"
+    folder = pytester.mkdir("recorded")
+    for source in ("echo-42.yaml", "responses/parallel-calls.yaml"):
+        (folder / source.replace("/", "-")).write_text((bundled / source).read_text())
+    diverging = yaml.safe_load((bundled / "responses" / "echo-42.yaml").read_text())
+    diverging["sim"]["prompt"] = "Something else."
+    (folder / "diverges.yaml").write_text(yaml.safe_dump(diverging, sort_keys=False))
+    result = pytester.runpytest("--sim-cassettes=recorded", "-v", "-p", "no:randomly")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*recorded/diverges.yaml::diverges FAILED*",
+            "*recorded/echo-42.yaml::echo-42 PASSED*",
+            "*recorded/responses-parallel-calls.yaml::responses-parallel-calls PASSED*",
+            "*cassette *diverges.yaml replayed differently:",
+            '*turn 1: input[[]0[]].content: recorded "Run `echo 42` and tell me the result." != now "Some*',
+            "*transcript:",
+        ]
+    )
