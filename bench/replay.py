@@ -1,4 +1,5 @@
-"""Replay speed: sessions of 100 and 1,000 turns recorded with `sim record` against `sim serve`, replayed.
+"""Replay speed: sessions of 100 and 1,000 turns recorded with `sim record` against `sim serve`, replayed,
+over Chat Completions and over the Responses API (stateless: every request carries the whole input).
 
 Recording (not timed): `sim serve` plays a generated scenario whose model calls `echo N` each turn,
 `sim record` runs the real loop against it. Timed, medians of `--repeats` passes:
@@ -7,7 +8,7 @@ Recording (not timed): `sim serve` plays a generated scenario whose model calls 
 - the reference, plain vcrpy on the same cassette in the same process: each recorded request asked of a
   vcrpy `Cassette` matching on the body (the canonical-JSON matcher), and positionally (method and path).
 
-Run: python bench/replay.py [--turns 100 1000] [--repeats 3]
+Run: python bench/replay.py [--turns 100 1000] [--repeats 3] [--api chat responses]
 """
 
 from __future__ import annotations
@@ -45,10 +46,10 @@ def scenario(turns: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def record(turns: int, folder: Path) -> Path:
+def record(turns: int, folder: Path, api: str) -> Path:
     source = folder / f"long-{turns}.yaml"
     source.write_text(scenario(turns))
-    cassette = folder / f"cassette-{turns}.yaml"
+    cassette = folder / f"cassette-{api}-{turns}.yaml"
     server = subprocess.Popen(
         [*SIM, "serve", str(source), "--port", "0", "--once"], stdout=subprocess.PIPE, text=True
     )
@@ -63,7 +64,7 @@ def record(turns: int, folder: Path) -> Path:
         }
         subprocess.run(
             [*SIM, "record", str(cassette), "--prompt", "Count for me.", "--approve", "always", "--json",
-             "--max-turns", str(turns), "--workspace", str(folder)],
+             "--max-turns", str(turns), "--workspace", str(folder), "--api", api],
             env=env, check=True, stdout=subprocess.DEVNULL, timeout=3600,
         )  # fmt: skip
         server.wait(timeout=60)
@@ -99,13 +100,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--api", nargs="+", default=["chat", "responses"])
     options = parser.parse_args()
-    columns = ["turns", "cassette MB", "sim replay s", "sim replay interactions/s", "vcrpy body-matched /s"]
-    print("| " + " | ".join([*columns, "vcrpy positional /s"]) + " |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    columns = ["API", "turns", "cassette MB", "sim replay s", "sim replay interactions/s"]
+    print("| " + " | ".join([*columns, "vcrpy body-matched /s", "vcrpy positional /s"]) + " |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as folder:
-        for turns in options.turns:
-            cassette = record(turns, Path(folder))
+        for api, turns in ((api, turns) for api in options.api for turns in options.turns):
+            cassette = record(turns, Path(folder), api)
             size = cassette.stat().st_size / 1e6
             runs = [time_sim_replay(cassette) for _ in range(options.repeats)]
             seconds = statistics.median(s for s, _ in runs)
@@ -121,7 +123,8 @@ def main() -> None:
             else:
                 body_rate = "(not run: quadratic)"
             print(
-                f"| {turns:,} | {size:,.1f} | {seconds:.2f} | {interactions / seconds:,.0f} | {body_rate}"
+                f"| {api} | {turns:,} | {size:,.1f} | {seconds:.2f} | {interactions / seconds:,.0f}"
+                f" | {body_rate}"
                 f" | {interactions / positional:,.0f} |"
             )
 

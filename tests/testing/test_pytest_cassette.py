@@ -107,3 +107,55 @@ def test_record_mode_must_be_known(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--sim-record=sometimes")
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*invalid choice*sometimes*"])
+
+
+AGENT_TEST = """
+import pytest
+from agents import Agent, Runner, function_tool, set_tracing_disabled
+
+set_tracing_disabled(True)  # tracing would export to the network
+
+@function_tool
+def get_weather(city: str) -> str:
+    "The weather in a city."
+    return f"{city}: sunny"
+
+@pytest.mark.sim_cassette("cassettes/agent.yaml")
+def test_agent():
+    agent = Agent(name="weather", instructions="Use the tool.", tools=[get_weather], model="gpt-4o")
+    assert Runner.run_sync(agent, "Weather in Paris?").final_output == "It is sunny in Paris."
+"""
+WEATHER = """
+replies:
+  - tool_calls: [{name: get_weather, arguments: {city: Paris}}]
+  - content: It is sunny in Paris.
+"""
+
+
+def test_an_openai_agents_run_over_the_responses_api_is_recorded_then_replayed(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "weather.yaml").write_text(WEATHER)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "sim.cli", "serve", str(tmp_path / "weather.yaml"), "--port", "0", "--once"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None and server.stderr is not None
+        monkeypatch.setenv(
+            "OPENAI_BASE_URL", server.stdout.readline().strip().removeprefix("OPENAI_BASE_URL=")
+        )
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        pytester.makepyfile(test_agent=AGENT_TEST)
+        pytester.runpytest_subprocess("--sim-record=once").assert_outcomes(passed=1)
+        assert server.wait(timeout=20) == 0
+        assert "(responses 2)" in server.stderr.read()
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait(timeout=10)
+    text = (pytester.path / "cassettes" / "agent.yaml").read_text()
+    assert KEY not in text and "/v1/responses" in text
+    pytester.runpytest_subprocess().assert_outcomes(passed=1)  # the server is gone: this is a replay
