@@ -230,3 +230,16 @@ def test_a_scenario_file_past_the_size_limit_is_refused_before_parsing(tmp_path:
     path.write_text("prompt: p\nreplies:\n" + reply * (9 * 1024 * 1024 // len(reply)))
     for command in ("play", "check", "show"):
         one_clear_line(sim(command, path), path, "is more than a scenario file may hold (8 MiB)")
+
+
+@pytest.mark.parametrize("command", ["show", "check", "convert", "replay"])
+def test_a_cassette_nested_900_deep_in_yaml_is_read_or_refused_never_a_crash(
+    tmp_path: Path, command: str
+) -> None:
+    """Cassettes skip the node walk unless they define an anchor; deep nesting must still never crash."""
+    path = tmp_path / "deep.yaml"
+    path.write_text(cassette_text().replace("headers: {}", "headers: {x: " + "[" * 900 + "]" * 900 + "}", 1))
+    done = run(command, path)
+    output = done.stdout + done.stderr
+    assert "Traceback" not in output and "Error:" not in output.replace("YAML", ""), output
+    assert done.returncode in (0, 1, 2)

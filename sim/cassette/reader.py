@@ -16,7 +16,7 @@ import yaml
 
 from sim.core.errors import CassetteError
 from sim.core.json_text import loads
-from sim.scenario.yaml_source import YamlLoader, YamlTooLarge, check_limits, yaml_problem
+from sim.scenario.yaml_source import YamlLoader, YamlTooLarge, check_limits, may_alias, yaml_problem
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -226,10 +226,13 @@ def _load(path: Path, text: str) -> Any:
         root = loader.get_single_node()
         if root is None:
             return None
-        check_limits(root)
+        if may_alias(text):
+            check_limits(root)
         return loader.construct_document(root)  # python tags are read as data, never run
     except (YamlTooLarge, yaml.YAMLError) as error:
         raise CassetteError(yaml_problem(path, error, text)) from None
+    except RecursionError:
+        raise CassetteError(f"{path}: nested deeper than can be read") from None
     finally:
         loader.dispose()
 

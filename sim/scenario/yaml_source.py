@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,6 +134,15 @@ def check_limits(root: yaml.Node) -> None:
             f"aliases expand to {added:,} more nodes (at most {MAX_ALIAS_EXPANSION:,}): refused",
             Position.of(root),
         )
+
+
+_ANCHOR = re.compile(r"(?:^|[\s\[{,])&[^\s\[\]{},]")
+
+
+def may_alias(text: str) -> bool:
+    """Whether `text` may define an anchor (`&name`), without which no alias can expand: a cheap filter
+    that lets large files skip the walk of `check_limits` (a false alarm only costs that walk)."""
+    return _ANCHOR.search(text) is not None
 
 
 def yaml_problem(path: Path, error: yaml.YAMLError | YamlTooLarge, text: str) -> str:
