@@ -56,15 +56,27 @@ class Conversation:
 
     def continued_by(self, messages: list[ChatMessage]) -> tuple[bool, int] | None:
         """How well `messages` continue this conversation (its last reply comes next, the length of what
-        it repeats), or None when they do not extend it. A conversation ending in an unreadable request
-        is continued by nothing."""
+        it repeats), or None when they do not extend it; the system prompt may change (an agent handing
+        off to another). A conversation ending in an unreadable request is continued by nothing."""
         last = self.exchanges[-1]
-        previous = last.messages
-        if last.request_problem or len(messages) <= len(previous) or messages[: len(previous)] != previous:
+        previous, mine = _dialogue(last.messages), _dialogue(messages)
+        if last.request_problem or len(mine) <= len(previous) or mine[: len(previous)] != previous:
             return None
         reply = last.reply
-        carries_reply = isinstance(reply, ModelReply) and messages[len(previous)] == reply.message
+        carries_reply = isinstance(reply, ModelReply) and mine[len(previous)] == reply.message
         return carries_reply, len(previous)
+
+
+def _dialogue(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """The messages after a leading system prompt."""
+    return messages[1:] if messages and isinstance(messages[0], SystemMessage) else messages
+
+
+def _added(previous: list[ChatMessage], messages: list[ChatMessage]) -> list[ChatMessage]:
+    """What `messages` add to `previous`: the system prompt when it changed, then the new dialogue."""
+    system = messages[:1] if messages and isinstance(messages[0], SystemMessage) else []
+    changed = system if system and system != previous[:1] else []
+    return [*changed, *_dialogue(messages)[len(_dialogue(previous)) :]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +179,7 @@ def conversations(cassette: Cassette) -> list[Conversation]:
         )
         if scored:
             conversation = found[max(scored)[1]]
-            new = messages[len(conversation.exchanges[-1].messages) :]
+            new = _added(conversation.exchanges[-1].messages, messages)
         else:
             conversation = Conversation()
             found.append(conversation)

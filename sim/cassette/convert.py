@@ -13,7 +13,7 @@ from sim.cassette.session import result_from_text
 from sim.core.calls import CallRef, keyed, results_in_history
 from sim.core.json_text import loads
 from sim.core.messages import AssistantMessage, SystemMessage, UserMessage
-from sim.core.model import ModelReply
+from sim.core.model import ModelReply, ToolSpec
 
 NOT_RECORDED = "(result not recorded)"
 
@@ -35,7 +35,12 @@ def scenario_data(conversation: Conversation, *, name: str, source: str) -> dict
     first = exchanges[0]
     system = next((m.content for m in first.messages if isinstance(m, SystemMessage)), None)
     prompt = next((m.content for m in reversed(first.messages) if isinstance(m, UserMessage)), "")
-    offered = {spec.name for spec in first.tools}
+    offered_specs: dict[str, ToolSpec] = {}  # every tool the run was offered (a handoff may change them)
+    for exchange in exchanges:
+        for spec in exchange.tools:
+            offered_specs.setdefault(spec.name, spec)
+    tools = list(offered_specs.values())
+    offered = set(offered_specs)
     earlier = sum(isinstance(m, AssistantMessage) for m in first.messages)  # turns before the recording
     answered = results_in_history(exchanges[-1].messages, first_turn=1 - earlier)
     for turn, exchange in enumerate(exchanges, 1):  # a request answers the turn before it
@@ -71,7 +76,7 @@ def scenario_data(conversation: Conversation, *, name: str, source: str) -> dict
         data["max_turns"] = len(replies)
     data["tools"] = [
         {"name": spec.name, "description": spec.description, "parameters": dict(spec.parameters)}
-        for spec in first.tools
+        for spec in tools
     ]
     data["results"] = keyed(results)
     data["replies"] = replies

@@ -119,3 +119,22 @@ def test_a_streamed_reply_holding_line_separators_is_read_whole(tmp_path: Path) 
     assert CliRunner().invoke(app, ["check", str(path)]).exit_code == 0
     assert CliRunner().invoke(app, ["convert", str(path), "-o", str(tmp_path / "s.yaml")]).exit_code == 0
     assert load_scenario(tmp_path / "s.yaml").replies[0].content == said
+
+
+def test_a_handoff_that_changes_instructions_and_tools_continues_the_conversation(tmp_path: Path) -> None:
+    """An agent hands off to another: the next request has new instructions and tools, the same dialogue."""
+    other = {"type": "function", "function": {"name": "book", "parameters": {"type": "object"}}}
+    first = [{"role": "system", "content": "You triage."}, {"role": "user", "content": "Book Paris."}]
+    handoff = calling("call_1", "Paris")
+    second = [{"role": "system", "content": "You book trips."}, *first[1:], handoff,
+              {"role": "tool", "tool_call_id": "call_1", "content": "Paris: sunny"}]  # fmt: skip
+    later = interaction(second, {"role": "assistant", "content": "Booked."})
+    later["request"]["body"] = json.dumps({"model": "m", "messages": second, "tools": [other]})
+    path = write(tmp_path, [interaction(first, handoff), later])
+    (found,) = conversations(read_cassette(path))
+    assert [m.role for m in found.exchanges[1].new_messages] == ["system", "assistant", "tool"]
+    result = CliRunner().invoke(app, ["convert", str(path), "-o", str(tmp_path / "handoff.yaml")])
+    assert result.exit_code == 0, result.output
+    scenario = load_scenario(tmp_path / "handoff.yaml")
+    assert [tool.name for tool in scenario.tools] == ["lookup", "book"]  # type: ignore[union-attr]
+    assert asyncio.run(play_file(tmp_path / "handoff.yaml")).problems == ()
