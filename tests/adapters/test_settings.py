@@ -105,3 +105,29 @@ def test_account_ids_are_secrets_too(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_ORG_ID", "org-abc")
     monkeypatch.setenv("OPENAI_PROJECT_ID", "proj_def")
     assert Settings.load().secrets == (KEY, "org-abc", "proj_def")
+
+
+def test_openai_api_chooses_the_protocol(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sim.adapters.apis import Api
+
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://x/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_MODEL", "m")
+    assert Settings.load().api is Api.chat
+    monkeypatch.setenv("OPENAI_API", " Responses ")
+    assert Settings.load().api is Api.responses
+    monkeypatch.setenv("OPENAI_API", "completions")
+    with pytest.raises(ConfigurationError) as caught:
+        Settings.load()
+    assert str(caught.value) == "OPENAI_API must be chat or responses, not 'completions'"
+
+
+def test_a_base_url_ending_in_responses_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://api.openai.com/v1/responses")
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_MODEL", "m")
+    with pytest.raises(ConfigurationError) as caught:
+        Settings.load()
+    assert str(caught.value) == (
+        "OPENAI_BASE_URL must not end in /responses (the SDK appends it): use 'https://api.openai.com/v1'"
+    )
