@@ -18,7 +18,7 @@ def dumps(value: Any) -> bytes:
 def assemble(fields: Mapping[str, Any], key: str, items: Iterable[bytes], tools: bytes) -> bytes:
     """`{**fields, key: [items...], "tools": tools}`; tools left out when empty."""
     parts = [dumps(dict(fields))[:-1], f',"{key}":['.encode() if fields else f'"{key}":['.encode()]
-    parts += [b",".join(item for item in items if item), b"]"]
+    parts += [b",".join(filter(None, items)), b"]"]  # a message may encode to no item at all
     if tools:
         parts += [b',"tools":', tools]
     parts.append(b"}")
