@@ -53,7 +53,7 @@ def _unsupported(body: dict[str, Any]) -> Refused | None:
             f"sim serves one choice per request: n must be 1, not {body['n']}.", "n", "unsupported_value"
         )
     for param in ("logprobs", "top_logprobs"):
-        if body.get(param) not in (None, False, 0) or (param == "top_logprobs" and body.get(param)):
+        if body.get(param) not in (None, False, 0):
             message = f"sim does not simulate log probabilities: '{param}' is not supported."
             return Refused(message, param, "unsupported_parameter")
     return None
