@@ -238,8 +238,9 @@ def _bad(where: str, what: str) -> MessageContractError:
     return MessageContractError(f"{where}: {what}")
 
 
-def _text_of(content: Any, where: str) -> str:
-    """Message content as text: a string, or the text parts of a list (other parts become a placeholder)."""
+def content_text(content: Any, where: str) -> str:
+    """Message content as text, for either API: a string, or the text (or refusal) of each part of a list;
+    other parts (images, files) become a placeholder such as `[image_url]`."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -247,8 +248,9 @@ def _text_of(content: Any, where: str) -> str:
         for part in content:
             if not isinstance(part, Mapping):
                 raise _bad(where, "content parts must be objects")
-            pieces.append(part["text"] if part.get("type") == "text" else f"[{part.get('type', 'part')}]")
-        return "".join(str(piece) for piece in pieces)
+            text = part.get("text", part.get("refusal"))
+            pieces.append(text if isinstance(text, str) else f"[{part.get('type', 'part')}]")
+        return "".join(pieces)
     raise _bad(where, "content must be a string or an array of content parts")
 
 
@@ -258,14 +260,14 @@ def message_from_wire(raw: Any, where: str) -> ChatMessage:
         raise _bad(where, "each message must be an object")
     role = raw.get("role")
     if role in ("system", "developer"):
-        return SystemMessage(content=_text_of(raw.get("content"), f"{where}.content"))
+        return SystemMessage(content=content_text(raw.get("content"), f"{where}.content"))
     if role == "user":
-        return UserMessage(content=_text_of(raw.get("content"), f"{where}.content"))
+        return UserMessage(content=content_text(raw.get("content"), f"{where}.content"))
     if role == "tool":
         call_id = raw.get("tool_call_id")
         if not isinstance(call_id, str) or not call_id:
             raise _bad(f"{where}.tool_call_id", "a tool message must answer a tool_call_id")
-        return ToolMessage(tool_call_id=call_id, content=_text_of(raw.get("content"), f"{where}.content"))
+        return ToolMessage(tool_call_id=call_id, content=content_text(raw.get("content"), f"{where}.content"))
     if role == "assistant":
         content = raw.get("content")
         calls = raw.get("tool_calls") or []
@@ -275,7 +277,7 @@ def message_from_wire(raw: Any, where: str) -> ChatMessage:
             tool_calls = tuple(_tool_call(call) for call in calls)
         except ModelReplyError as error:
             raise _bad(f"{where}.tool_calls", str(error)) from None
-        text = None if content is None else _text_of(content, f"{where}.content")
+        text = None if content is None else content_text(content, f"{where}.content")
         return AssistantMessage(content=text, tool_calls=tool_calls)
     raise _bad(f"{where}.role", f"unsupported role {role!r}")
 

@@ -12,7 +12,7 @@ from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
 from sim.adapters.body_bytes import EncodedTools, assemble, dumps
-from sim.adapters.chat_wire import STREAM_ENDED_EARLY, well_formed
+from sim.adapters.chat_wire import STREAM_ENDED_EARLY, content_text, well_formed
 from sim.core.errors import MessageContractError, ModelAPIError, ModelReplyError
 from sim.core.messages import (
     AssistantMessage,
@@ -273,20 +273,6 @@ def _bad(where: str, what: str) -> MessageContractError:
     return MessageContractError(f"{where}: {what}")
 
 
-def _text_of(content: Any, where: str) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        pieces = []
-        for part in content:
-            if not isinstance(part, Mapping):
-                raise _bad(where, "content parts must be objects")
-            text = part.get("text", part.get("refusal"))
-            pieces.append(text if isinstance(text, str) else f"[{part.get('type', 'part')}]")
-        return "".join(pieces)
-    raise _bad(where, "content must be a string or an array of content parts")
-
-
 def messages_from_items(items: Any) -> list[ChatMessage]:
     """Input items as messages: consecutive assistant items (text, reasoning, function calls) are one
     assistant turn. Pairing is not checked here; `MessageContractError` when an item is malformed."""
@@ -315,7 +301,7 @@ def messages_from_items(items: Any) -> list[ChatMessage]:
         kind = item.get("type", "message")
         if kind == "message":
             role = item.get("role")
-            text = _text_of(item.get("content"), f"{where}.content")
+            text = content_text(item.get("content"), f"{where}.content")
             if role == "assistant":
                 current = assistant()
                 current["content"] = (
@@ -344,7 +330,9 @@ def messages_from_items(items: Any) -> list[ChatMessage]:
             call_id = item.get("call_id")
             if not isinstance(call_id, str) or not call_id:
                 raise _bad(f"{where}.call_id", "a function_call_output must answer a call_id")
-            messages.append(ToolMessage(tool_call_id=call_id, content=_text_of(item.get("output"), where)))
+            messages.append(
+                ToolMessage(tool_call_id=call_id, content=content_text(item.get("output"), where))
+            )
         else:
             raise _bad(f"{where}.type", f"sim does not simulate input items of type {kind!r}")
     close()
