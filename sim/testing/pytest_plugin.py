@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -85,88 +85,89 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     return None
 
 
-class CassetteFile(pytest.File):
-    """A cassette recorded by `sim record`; it holds one test, named after the file."""
+class RunFailed(Exception):
+    """A scenario or cassette item's run did not do what its file says."""
 
-    def collect(self) -> list[pytest.Item]:
-        """The file's one replay."""
-        return [CassetteItem.from_parent(self, name=self.path.stem)]
-
-
-class ReplayFailed(Exception):
-    """A replay did not do what the recording did."""
-
-    def __init__(self, report: ReplayReport) -> None:
+    def __init__(self, report: PlayReport | ReplayReport) -> None:
         super().__init__(report.problems)
         self.report = report
 
 
-class CassetteItem(pytest.Item):
+class _FileItem(pytest.Item):
+    """One file run as one test; fails with each problem, then the transcript."""
+
+    kind: ClassVar[str]
+    failed: ClassVar[str]
+
+    def run(self) -> PlayReport | ReplayReport:
+        """Run the file and report how it went."""
+        raise NotImplementedError  # each kind of file says how it runs
+
+    def runtest(self) -> None:
+        """Run the file; fail when its report has problems."""
+        report = self.run()
+        if not report.passed:
+            raise RunFailed(report)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        """The problems, then the transcript."""
+        if isinstance(excinfo.value, RunFailed):
+            report = excinfo.value.report
+            lines = [f"{self.kind} {report.path} {self.failed}:", *(f"  {p}" for p in report.problems)]
+            if report.transcript:
+                lines += ["transcript:", *(f"  {line}" for line in report.transcript)]
+            return "\n".join(lines)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        """Where the test comes from."""
+        return self.path, 0, f"{self.kind} {self.name}"
+
+
+class ScenarioItem(_FileItem):
+    """Plays one scenario file through the real loop; fails with each differing field."""
+
+    kind, failed = "scenario", "failed"
+
+    def run(self) -> PlayReport:
+        """Play the file."""
+        return asyncio.run(play_file(self.path))
+
+
+class CassetteItem(_FileItem):
     """Replays one cassette offline (the real loop and SDK adapter, either API); fails with the divergence
     and the transcript."""
 
-    def runtest(self) -> None:
+    kind, failed = "cassette", "replayed differently"
+
+    def run(self) -> ReplayReport:
         """Replay the cassette."""
         try:
-            report = asyncio.run(replay_cassette(self.path))
+            return asyncio.run(replay_cassette(self.path))
         except CassetteError as error:
-            report = ReplayReport(str(self.path), None, None, None, 0, 0, (str(error),), ())
-        if not report.passed:
-            raise ReplayFailed(report)
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        """The problems, then the transcript."""
-        if isinstance(excinfo.value, ReplayFailed):
-            report = excinfo.value.report
-            lines = [f"cassette {report.path} replayed differently:", *(f"  {p}" for p in report.problems)]
-            if report.transcript:
-                lines += ["transcript:", *(f"  {line}" for line in report.transcript)]
-            return "\n".join(lines)
-        return str(super().repr_failure(excinfo))
-
-    def reportinfo(self) -> tuple[Path, int, str]:
-        """Where the test comes from."""
-        return self.path, 0, f"cassette {self.name}"
+            return ReplayReport(str(self.path), None, None, None, 0, 0, (str(error),), ())
 
 
-class ScenarioFile(pytest.File):
-    """A scenario file; it holds one test, named after the file."""
+class OneTestFile(pytest.File):
+    """A scenario or cassette file; it holds one test, named after the file."""
+
+    item: ClassVar[type[_FileItem]]
 
     def collect(self) -> list[pytest.Item]:
-        """The file's one scenario."""
-        return [ScenarioItem.from_parent(self, name=self.path.stem)]
+        """The file's one test."""
+        return [self.item.from_parent(self, name=self.path.stem)]
 
 
-class ScenarioFailed(Exception):
-    """A scenario's run did not match its expectations."""
+class ScenarioFile(OneTestFile):
+    """A scenario file, played."""
 
-    def __init__(self, report: PlayReport) -> None:
-        super().__init__(report.problems)
-        self.report = report
+    item = ScenarioItem
 
 
-class ScenarioItem(pytest.Item):
-    """Plays one scenario file through the real loop; fails with each differing field."""
+class CassetteFile(OneTestFile):
+    """A cassette recorded by `sim record`, replayed."""
 
-    def runtest(self) -> None:
-        """Play the file."""
-        report = asyncio.run(play_file(self.path))
-        if not report.passed:
-            raise ScenarioFailed(report)
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        """The problems, then the transcript."""
-        if isinstance(excinfo.value, ScenarioFailed):
-            report = excinfo.value.report
-            lines = [f"scenario {report.path} failed:", *(f"  {p}" for p in report.problems)]
-            if report.transcript:
-                lines += ["transcript:", *(f"  {line}" for line in report.transcript)]
-            return "\n".join(lines)
-        return str(super().repr_failure(excinfo))
-
-    def reportinfo(self) -> tuple[Path, int, str]:
-        """Where the test comes from."""
-        return self.path, 0, f"scenario {self.name}"
+    item = CassetteItem
 
 
 @pytest.hookimpl(wrapper=True)
