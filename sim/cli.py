@@ -38,6 +38,8 @@ from sim.core.loop import DEFAULT_MAX_TURNS, AgentRunner, RunEnding
 from sim.core.messages import CHAT_MESSAGES
 from sim.core.tools import ToolRegistry
 from sim.core.transcript import describe, turns
+from sim.reports.build import checked, fuzzed, played, replayed, shown
+from sim.reports.html import Report, write_report
 from sim.scenario.loader import load_scenario, scenario_files
 from sim.scenario.outline import outline
 from sim.scenario.player import PlayReport, Via, play_file
@@ -63,6 +65,16 @@ PROGRESS_FROM_FILES = 20
 
 Paths = Annotated[list[Path], typer.Argument(help="Scenario files, or folders searched recursively.")]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
+ReportFile = Annotated[
+    Path | None, typer.Option("--report", help="Also write one self-contained HTML page of the run here.")
+]
+
+
+def _write_report(path: Path | None, page: Callable[[], Report]) -> None:
+    """Write the HTML report, when one was asked for."""
+    if path is not None:
+        write_report(path, page())
+        err.print(f"report: {path}", markup=False)
 
 
 def _print_version(value: bool) -> None:
@@ -117,6 +129,7 @@ def play(
         bool, typer.Option("--chain", help="With --api responses: previous_response_id.")
     ] = False,
     as_json: JsonFlag = False,
+    report: ReportFile = None,
 ) -> None:
     """Run scenario files through the real loop with their scripted model and world."""
     mode: Via = via.value
@@ -127,6 +140,7 @@ def play(
         return play_file(path, via=mode, stream=stream, api=api, chain=chain)
 
     reports = _each(_files(paths), "playing", one, as_json)
+    _write_report(report, lambda: played(reports))
     _verdicts(reports, [f"{r.outcome}, {turns(r.turns)}" for r in reports], verbose, as_json)
 
 
@@ -190,6 +204,7 @@ def _verdicts(reports: Sequence[_Report], details: list[str], verbose: bool, as_
 def check(
     paths: Annotated[list[Path], typer.Argument(help="Scenario or cassette files, or folders of them.")],
     as_json: JsonFlag = False,
+    report: ReportFile = None,
 ) -> None:
     """Validate scenario files without running them; audit cassettes (secrets, pairing, errors, staleness)."""
     results: list[dict[str, Any]] = []
@@ -213,6 +228,7 @@ def check(
         except ScenarioError as error:
             results.append({"path": str(path), "kind": "scenario", "valid": False, "findings": [str(error)]})
     invalid = [result for result in results if not result["valid"]]
+    _write_report(report, lambda: checked(results))
     if as_json:
         out.print_json(json.dumps(results))
     else:
@@ -245,7 +261,12 @@ def _open_one(file: Path, read: Callable[[Path], _Read]) -> _Read:
 
 
 @app.command()
-def show(file: Annotated[Path, typer.Argument(help="A scenario or cassette file.")]) -> None:
+def show(
+    file: Annotated[Path, typer.Argument(help="A scenario or cassette file.")],
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write the timeline as an HTML page.")
+    ] = None,
+) -> None:
     """Print a scenario's scripted conversation, or a cassette's recorded one, turn by turn."""
     lines = (
         cassette_outline(_open_one(file, read_cassette))
@@ -254,6 +275,7 @@ def show(file: Annotated[Path, typer.Argument(help="A scenario or cassette file.
     )
     for line in lines:
         out.print(line, markup=False)
+    _write_report(html, lambda: shown(str(file), lines))
 
 
 @app.command()
@@ -263,10 +285,12 @@ def replay(
     ],
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print each replay's transcript.")] = False,
     as_json: JsonFlag = False,
+    report: ReportFile = None,
 ) -> None:
     """Replay recorded sessions offline (no key, no network, no command run); compare with the recording."""
     reports = _each(_files(paths), "replaying", _replay_one, as_json)
     details = [f"{r.outcome}, {turns(r.turns)}, {r.interactions} interactions" for r in reports]
+    _write_report(report, lambda: replayed(reports))
     _verdicts(reports, details, verbose, as_json)
 
 
@@ -538,6 +562,7 @@ def fuzz(
         typer.Option(help="Fuzz your own loop instead: MODULE:FUNC, called as FUNC(client, prompt)."),
     ] = None,
     as_json: JsonFlag = False,
+    html_report: ReportFile = None,
 ) -> None:
     """Fuzz the loop's invariants with hostile model behaviour; save the smallest failing scenario."""
     if examples < 1:
@@ -558,6 +583,7 @@ def fuzz(
                 report.saved = save_counterexample(report.failure, save, seed)
         else:
             report = fuzz_campaign(examples=examples, seed=seed, via=via.value, save_dir=save, on_run=advance)
+    _write_report(html_report, lambda: fuzzed(report, target))
     violations = report.failure.violations if report.failure else []
     if as_json:
         summary = {

@@ -52,6 +52,8 @@ class ReplayTransport(httpx2.AsyncBaseTransport):
         self._canonical: dict[_Key, deque[int]] | None = None
         self._played: set[int] = set()
         self.problems: list[str] = []
+        self.divergence: tuple[str, str, str] | None = None
+        """The first request that matched nothing: where it differs, the recorded body, the body now."""
 
     def _take(self, index: dict[_Key, deque[int]], key: _Key) -> int | None:
         waiting = index.get(key)
@@ -94,10 +96,19 @@ class ReplayTransport(httpx2.AsyncBaseTransport):
         return httpx2.Response(response.status, content=response.body, headers={"content-type": kind})
 
     def _difference(self, body: bytes) -> str:
-        """How `body` differs from the first recorded request not played yet."""
+        """How `body` differs from the first recorded request not played yet (the first such pair is kept,
+        for a report to show side by side)."""
         for position, interaction in enumerate(self.interactions):
             if position not in self._played:
-                return describe_difference(interaction.request.body, body)
+                said = describe_difference(interaction.request.body, body)
+                if self.divergence is None:
+                    recorded = (interaction.request.body or b"").decode("utf-8", errors="replace")
+                    self.divergence = (
+                        said.split(": recorded ", 1)[0],
+                        recorded,
+                        body.decode("utf-8", "replace"),
+                    )
+                return said
         return f"a request the cassette does not hold (all {len(self.interactions)} were played)"
 
     def unplayed(self) -> int:
@@ -118,6 +129,8 @@ class ReplayReport:
     problems: tuple[str, ...]
     transcript: tuple[str, ...]
     seconds: float = 0.0
+    divergence: tuple[str, str, str] | None = None
+    """The first request that matched nothing: where it differs, the recorded body, the body now."""
 
     @property
     def passed(self) -> bool:
@@ -213,6 +226,7 @@ async def replay_cassette(path: Path) -> ReplayReport:
         problems=tuple(problems),
         transcript=(f"user: {session.prompt}", *recorder.lines),
         seconds=time.perf_counter() - started,
+        divergence=transport.divergence,
     )
 
 

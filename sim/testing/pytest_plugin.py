@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Generator, Iterator
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -19,6 +20,8 @@ import pytest
 from sim.cassette.replay import ReplayReport, replay_cassette
 from sim.cassette.vcr_support import RECORD_MODES, missing_recording, missing_recording_in, sim_vcr
 from sim.core.errors import CassetteError
+from sim.reports.build import played, replayed
+from sim.reports.html import write_report
 from sim.scenario.loader import SCENARIO_SUFFIXES
 from sim.scenario.player import PlayReport, play_file
 
@@ -52,6 +55,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="collect every cassette recorded by sim record (*.yaml, *.yml) under DIR as a test replaying it",
     )
     parser.addini("sim_cassettes", type="paths", default=[], help="folders of cassettes to replay as tests")
+    parser.getgroup("sim").addoption(
+        "--sim-report",
+        metavar="FILE.html",
+        default=None,
+        help="write one self-contained HTML page of the scenario and cassette items run",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -61,6 +70,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "sim_cassette(path=None): record or replay the test's HTTP traffic in a cassette"
         " (default: cassettes/<module>/<test>.yaml beside the test module)",
     )
+    if (report := config.getoption("sim_report")) is not None:
+        config.pluginmanager.register(ReportWriter(Path(report)), "sim-report")
     walked: list[Path] = []
     for name, key in (("sim_scenarios", _ROOTS), ("sim_cassettes", _CASSETTE_ROOTS)):
         named = [(config.invocation_params.dir / p).resolve() for p in config.getoption(name)]
@@ -106,6 +117,7 @@ class _FileItem(pytest.Item):
     def runtest(self) -> None:
         """Run the file; fail when its report has problems."""
         report = self.run()
+        self.user_properties.append((_SECTION, {"kind": self.kind, **asdict(report)}))
         if not report.passed:
             raise RunFailed(report)
 
@@ -183,6 +195,46 @@ def pytest_runtest_makereport(
         if report.failed and missing is not None:
             report.longrepr = missing_recording(missing)
     return report
+
+
+_SECTION = "sim_report_section"
+
+
+class ReportWriter:
+    """Keeps each scenario or cassette item's run (test reports reach the controller with their user
+    properties, even under xdist) and writes the `--sim-report` page when the session ends."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.runs: list[dict[str, Any]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Keep the run an item attached to its report."""
+        for name, value in report.user_properties:
+            if name == _SECTION and report.when == "call" and isinstance(value, dict):
+                self.runs.append(value)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Write the page, on the controller only."""
+        if hasattr(session.config, "workerinput"):
+            return
+        plays = [PlayReport(**_fields(PlayReport, run)) for run in self.runs if run["kind"] == "scenario"]
+        replays = [
+            ReplayReport(**_fields(ReplayReport, run)) for run in self.runs if run["kind"] == "cassette"
+        ]
+        page = played(plays, "pytest: sim scenarios and cassettes")
+        cassettes = replayed(replays)
+        page.sections += cassettes.sections
+        page.outcomes.update(cassettes.outcomes)
+        page.error_codes.update(cassettes.error_codes)
+        page.seconds += cassettes.seconds
+        write_report(self.path, page)
+
+
+def _fields(kind: type[Any], data: dict[str, Any]) -> dict[str, Any]:
+    """The fields of the dataclass `kind` in `data`, lists (as they travel) back to tuples."""
+    names = {f.name for f in fields(kind)}
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in names}
 
 
 def cassette_path(request: pytest.FixtureRequest) -> Path:

@@ -1,0 +1,71 @@
+"""Each command's results as a report page: scenarios played, cassettes replayed, files checked, a fuzz
+campaign, a file shown."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sim.cassette.replay import ReplayReport
+from sim.core.transcript import turns
+from sim.reports.html import Report, divergence, section
+from sim.scenario.player import PlayReport
+from sim.testing.campaign import FuzzReport
+from sim.testing.strategies import describe
+
+
+def played(reports: Sequence[PlayReport], title: str = "sim play") -> Report:
+    """Scenario runs: each conversation, and each expectation that differed."""
+    page = Report(title, seconds=sum(r.load_seconds + r.run_seconds for r in reports))
+    for r in reports:
+        headline = f"{r.outcome}, {turns(r.turns)}" if r.outcome else "did not load"
+        page.add(section(r.path, r.passed, headline, r.problems, r.transcript), r.outcome)
+    return page
+
+
+def replayed(reports: Sequence[ReplayReport], title: str = "sim replay") -> Report:
+    """Replays: each conversation, and where a request first differed from the recording, side by side."""
+    page = Report(title, seconds=sum(r.seconds for r in reports))
+    for r in reports:
+        headline = (
+            f"{r.outcome}, {turns(r.turns)}, {r.interactions} interactions" if r.outcome else "not replayed"
+        )
+        diverged = divergence(*r.divergence) if r.divergence else None
+        page.add(section(r.path, r.passed, headline, r.problems, r.transcript, diverged), r.outcome)
+    return page
+
+
+def checked(results: Sequence[dict[str, Any]]) -> Report:
+    """`sim check`'s verdict per file, and its findings."""
+    page = Report("sim check")
+    for result in results:
+        headline = f"{result['kind']}, {len(result['findings'])} finding(s)"
+        page.add(section(result["path"], result["valid"], headline, result["findings"], ()))
+    return page
+
+
+def fuzzed(report: FuzzReport, target: str | None) -> Report:
+    """A campaign: its tally, and the smallest failing script with what it broke and how to run it again."""
+    page = Report(f"sim fuzz{' --target ' + target if target else ''}")
+    page.outcomes.update(report.outcomes)
+    page.error_codes.update(report.error_codes)
+    page.notes.append(f"{report.runs} runs")
+    failure = report.failure
+    if failure is None:
+        page.notes.append("every invariant held")
+        return page
+    again = f"sim serve {report.saved}, then your loop" if target else f"sim play {report.saved}"
+    page.notes.append(f"smallest failing scenario: {report.saved}; to reproduce it: {again}")
+    script = [f"user: {failure.scenario.prompt}", *describe(failure.scenario).split(" -> ")]
+    broken = tuple(str(violation) for violation in failure.violations)
+    page.sections.append(
+        section(str(report.saved or "counterexample"), False, "counterexample", broken, script)
+    )
+    return page
+
+
+def shown(path: str, lines: Sequence[str]) -> Report:
+    """A scenario's scripted conversation, or a cassette's recorded one (either API), as one timeline."""
+    page = Report(f"sim show {path}")
+    page.add(section(path, True, f"{len(lines)} lines", (), lines))
+    return page

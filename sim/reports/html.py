@@ -1,0 +1,165 @@
+"""One self-contained HTML page per run: a summary with small bar charts, then each file's conversation
+as a timeline (open when it failed), a replay's divergence side by side with the differing line marked,
+and a fuzz counterexample with the command that reproduces it.
+
+Rendered by Jinja2 with autoescaping on: recorded text is untrusted, so it is only ever text. The page
+fetches nothing: styles are inline and there is no script.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from sim.cassette.writer import write_atomically
+from sim.core.json_text import loads
+
+_ERROR_CODE = re.compile(r"Error \[([A-Za-z0-9_]+)\]")
+_CALL = re.compile(r"^(\s*call \S+: \S+) (.*)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One line of a conversation's timeline: what kind of line, its text, and pretty JSON when it has
+    some (a call's arguments)."""
+
+    kind: str
+    text: str
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Divergence:
+    """A replayed request beside the recorded one: where they first differ, and each body's lines, the
+    differing one marked."""
+
+    where: str
+    recorded: tuple[tuple[str, bool], ...]
+    now: tuple[tuple[str, bool], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """One file of the run."""
+
+    path: str
+    passed: bool
+    headline: str
+    problems: tuple[str, ...] = ()
+    steps: tuple[Step, ...] = ()
+    divergence: Divergence | None = None
+
+
+@dataclass(slots=True)
+class Report:
+    """A whole run, as the page shows it."""
+
+    title: str
+    sections: list[Section] = field(default_factory=list)
+    outcomes: Counter[str] = field(default_factory=Counter)
+    error_codes: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    """Lines shown under the summary (a fuzz campaign's verdict and how to reproduce it)."""
+
+    def add(self, section: Section, outcome: str | None = None) -> None:
+        """Add a file, counting its outcome and the tool error codes its timeline shows."""
+        self.sections.append(section)
+        if outcome is not None:
+            self.outcomes[outcome] += 1
+        for step in section.steps:
+            if step.kind == "result":
+                self.error_codes.update(_ERROR_CODE.findall(step.text))
+
+
+_KINDS = (
+    ("user:", "user"), ("turn ", "turn"), ("system:", "system"), ("+ system", "system"), ("+ user", "user"),
+    ("call ", "call"), ("= calls", "call"), ("+ assistant calls", "call"), ("assistant", "assistant"),
+    ("+ assistant", "assistant"), ("= assistant", "assistant"), ("result ", "result"), ("+ tool", "result"),
+    ("denied ", "denied"), ("= HTTP", "error"), ("!", "error"), ("completed in", "end"),
+    ("= finish_reason", "end"), ("= status", "end"),
+)  # fmt: skip
+"""How a line of a transcript (`sim play -v`) or an outline (`sim show`) starts, and what it is."""
+
+
+def _kind(line: str) -> str:
+    stripped = line.strip()
+    kind = next((kind for prefix, kind in _KINDS if stripped.startswith(prefix)), None)
+    if kind is not None:
+        return kind
+    ended = stripped.split(" ", 1)[0]  # how a run that failed ends: `api_error after 1 turn: ...`
+    return "error" if " after " in stripped and ended.isidentifier() else "line"
+
+
+def steps(lines: Iterable[str]) -> tuple[Step, ...]:
+    """A transcript or outline (lines for people) as timeline steps; a call's JSON arguments pretty."""
+    found = []
+    for line in lines:
+        kind = _kind(line)
+        detail = None
+        if kind == "call" and (call := _CALL.match(line)):
+            try:
+                detail = json.dumps(loads(call.group(2)), indent=2, ensure_ascii=False)
+            except ValueError:
+                detail = None
+        found.append(Step(kind, line.strip(), detail))
+    return tuple(found)
+
+
+def divergence(where: str, recorded: str, now: str) -> Divergence:
+    """Two request bodies laid out side by side, the line holding the first difference marked in each."""
+
+    def lines(body: str, path: str) -> tuple[tuple[str, bool], ...]:
+        try:
+            text = json.dumps(loads(body), indent=2, ensure_ascii=False)
+        except ValueError:
+            text = body
+        key = path.rsplit(".", 1)[-1].split("[", 1)[0]
+        shown = text.split("\n")
+        marked = next((n for n, line in enumerate(shown) if key and f'"{key}"' in line), -1)
+        return tuple((line, n == marked) for n, line in enumerate(shown))
+
+    return Divergence(where, lines(recorded, where), lines(now, where))
+
+
+def bars(counts: Counter[str]) -> list[tuple[str, int, int]]:
+    """`(label, count, percent of the largest)` for a small bar chart, most common first."""
+    top = max(counts.values(), default=0) or 1
+    return [(label, count, round(100 * count / top)) for label, count in counts.most_common()]
+
+
+_ENVIRONMENT = Environment(
+    loader=FileSystemLoader(Path(__file__).parent),
+    autoescape=select_autoescape(default=True),
+    auto_reload=False,
+)
+
+
+def render(report: Report) -> str:
+    """The page."""
+    failed = sum(not section.passed for section in report.sections)
+    return _ENVIRONMENT.get_template("report.html.j2").render(
+        report=report,
+        passed=len(report.sections) - failed,
+        failed=failed,
+        outcome_bars=bars(report.outcomes),
+        code_bars=bars(report.error_codes),
+    )
+
+
+def write_report(path: Path, report: Report) -> None:
+    """Write the page atomically."""
+    write_atomically(path, render(report))
+
+
+def section(path: str, passed: bool, headline: str, problems: Sequence[str], lines: Sequence[str],
+            diverged: Any = None) -> Section:  # fmt: skip
+    """A file's section from what the commands already hold: its problems and its transcript lines."""
+    return Section(path, passed, headline, tuple(problems), steps(lines), diverged)
