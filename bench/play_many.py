@@ -3,7 +3,8 @@
 The files are the bundled scenarios, copied round-robin under new names into a temporary folder.
 "Loading" is reading, parsing (PyYAML's C loader when installed) and validating; "running" is the real
 loop against the scripted world plus the expectation checks. For reference, the same files are also
-parsed with a bare `yaml.load` in the same run. Medians of `--repeats` passes.
+parsed with a bare `yaml.load` in the same run; and the HTML report of the whole run (what `sim play
+--report` adds) is built and written after each pass. Medians of `--repeats` passes.
 
 Run: python bench/play_many.py [--files 1000] [--repeats 5]
 """
@@ -20,7 +21,9 @@ from pathlib import Path
 
 import yaml
 
-from sim.scenario import play_file, scenario_files
+from sim.reports.build import played
+from sim.reports.html import write_report
+from sim.scenario import PlayReport, play_file, scenario_files
 from sim.scenario.yaml_source import YamlLoader
 
 BUNDLED = Path(__file__).resolve().parents[1] / "scenarios"
@@ -34,15 +37,17 @@ def make_files(folder: Path, count: int) -> list[Path]:
     return scenario_files([folder])
 
 
-async def play_all(files: list[Path]) -> tuple[float, float, int]:
+async def play_all(files: list[Path]) -> tuple[float, float, int, list[PlayReport]]:
     load = run = 0.0
     failed = 0
+    reports = []
     for path in files:
         report = await play_file(path)
         load += report.load_seconds
         run += report.run_seconds
         failed += not report.passed
-    return load, run, failed
+        reports.append(report)
+    return load, run, failed, reports
 
 
 def main() -> None:
@@ -52,11 +57,14 @@ def main() -> None:
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as temporary:
         files = make_files(Path(temporary), options.files)
-        walls, loads, runs, bare = [], [], [], []
+        walls, loads, runs, bare, reporting = [], [], [], [], []
         for _ in range(options.repeats):
             started = time.perf_counter()
-            load, run, failed = asyncio.run(play_all(files))
+            load, run, failed, reports = asyncio.run(play_all(files))
             walls.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            write_report(Path(temporary) / "report.html", played(reports))
+            reporting.append(time.perf_counter() - started)
             loads.append(load)
             runs.append(run)
             assert failed == 0, f"{failed} scenarios failed"
@@ -72,6 +80,9 @@ def main() -> None:
     print(f"| µs per file, loading | {statistics.median(loads) / len(files) * 1e6:,.0f} |")
     print(f"| µs per file, running | {statistics.median(runs) / len(files) * 1e6:,.0f} |")
     print(f"| µs per file, bare yaml.load (reference) | {statistics.median(bare) / len(files) * 1e6:,.0f} |")
+    report = statistics.median(reporting)
+    print(f"| µs per file, writing the HTML report | {report / len(files) * 1e6:,.0f} |")
+    print(f"| the report's cost, against playing | {report / wall:.1%} |")
 
 
 if __name__ == "__main__":

@@ -193,7 +193,8 @@ def read_yaml(path: Path) -> YamlDocument:
         root = loader.get_single_node()
         document = YamlDocument(path, None)
         if root is not None:
-            check_limits(root)
+            if may_alias(text):  # without an anchor nothing can expand, and `_build` bounds the depth
+                check_limits(root)
             document.data = _build(loader, root, (), document)
         return document
     except (YamlTooLarge, yaml.YAMLError) as error:
@@ -237,6 +238,8 @@ def _scalar(loader: YamlLoader, node: yaml.Node) -> Any:
 
 
 def _build(loader: YamlLoader, node: yaml.Node, at: DataPath, document: YamlDocument) -> Any:
+    if len(at) >= MAX_YAML_DEPTH:
+        raise YamlTooLarge(f"nested deeper than {MAX_YAML_DEPTH} levels", Position.of(node))
     document.values[at] = Position.of(node)
     if isinstance(node, yaml.MappingNode):
         loader.flatten_mapping(node)
