@@ -23,12 +23,14 @@ from sim.core.json_text import loads
 
 _ERROR_CODE = re.compile(r"Error \[([A-Za-z0-9_]+)\]")
 _CALL = re.compile(r"^(\s*call \S+: \S+) (.*)$")
+_ONE_LINE = 60
+"""Arguments this short read well as they are; longer ones are laid out (the layout costs, in Python)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Step:
     """One line of a conversation's timeline: what kind of line, its text, and pretty JSON when it has
-    some (a call's arguments)."""
+    some (a call's arguments, when they are too long to read on one line)."""
 
     kind: str
     text: str
@@ -104,7 +106,7 @@ def steps(lines: Iterable[str]) -> tuple[Step, ...]:
     for line in lines:
         kind = _kind(line)
         detail = None
-        if kind == "call" and (call := _CALL.match(line)):
+        if kind == "call" and (call := _CALL.match(line)) and len(call.group(2)) > _ONE_LINE:
             try:
                 detail = json.dumps(loads(call.group(2)), indent=2, ensure_ascii=False)
             except ValueError:

@@ -3,6 +3,7 @@ and fetches nothing."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -16,7 +17,7 @@ from typer.testing import CliRunner
 from sim.cli import app
 from sim.core.loop import RunEnding
 from sim.reports.build import fuzzed
-from sim.reports.html import render
+from sim.reports.html import render, steps
 from sim.scenario.schema import Scenario
 from sim.testing.campaign import ExampleRun, FuzzReport
 from sim.testing.invariants import Violation
@@ -72,7 +73,14 @@ def test_play_report_passing_and_failing(tmp_path: Path) -> None:
     assert "Outcomes" in page.text and "completed" in page.text
     assert "expect.final_text: expected 'goodbye', got 'hello'" in page.text
     assert page.open_details == 1  # the failed file opens, the passed one stays collapsed
-    assert '"command": "echo 42"' in page.text  # a call's arguments, pretty-printed
+    assert 'call call_1: shell {"command":"echo 42"}' in page.text  # short arguments read on one line
+
+
+def test_long_call_arguments_are_laid_out() -> None:
+    long = '{"command":"pytest tests/test_module.py -x -q --maxfail=1","timeout":30}'
+    (short, laid_out) = steps(['  call call_1: shell {"command":"ls"}', f"  call call_2: shell {long}"])
+    assert short.detail is None
+    assert laid_out.kind == "call" and laid_out.detail == json.dumps(json.loads(long), indent=2)
 
 
 def test_replay_report_shows_a_divergence_side_by_side_and_escapes_it(tmp_path: Path) -> None:
