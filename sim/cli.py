@@ -27,7 +27,7 @@ from sim.cassette.convert import runs, scenario_data
 from sim.cassette.outline import outline as cassette_outline
 from sim.cassette.reader import looks_like_cassette, read_cassette
 from sim.cassette.recorder import record_run
-from sim.cassette.replay import ReplayReport, replay_cassette
+from sim.cassette.replay import replay_file
 from sim.cassette.scrubbing import Scrubber
 from sim.cassette.secrets import require_scrubbable
 from sim.cassette.writer import to_yaml, write_atomically
@@ -288,17 +288,10 @@ def replay(
     report: ReportFile = None,
 ) -> None:
     """Replay recorded sessions offline (no key, no network, no command run); compare with the recording."""
-    reports = _each(_files(paths), "replaying", _replay_one, as_json)
+    reports = _each(_files(paths), "replaying", replay_file, as_json)
     details = [f"{r.outcome}, {turns(r.turns)}, {r.interactions} interactions" for r in reports]
     _write_report(report, lambda: replayed(reports))
     _verdicts(reports, details, verbose, as_json)
-
-
-async def _replay_one(path: Path) -> ReplayReport:
-    try:
-        return await replay_cassette(path)
-    except CassetteError as error:
-        return ReplayReport(str(path), None, None, None, 0, 0, (str(error),), ())
 
 
 @app.command()

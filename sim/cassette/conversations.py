@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim.adapters.apis import Codec, codec_for
+from sim.adapters.apis import Codec
 from sim.cassette.reader import Cassette, RecordedInteraction
 from sim.core.errors import AgentError
 from sim.core.messages import AssistantMessage, ChatMessage, SystemMessage
@@ -167,7 +167,7 @@ def conversations(cassette: Cassette) -> list[Conversation]:
     found: list[Conversation] = []
     replied: dict[str, list[ChatMessage]] = {}
     for interaction in cassette.interactions:
-        codec = codec_for(interaction.request.path) if interaction.request.method == "POST" else None
+        codec = interaction.codec
         if codec is None:
             continue
         request = _request(interaction, codec, replied)

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
+from sim.adapters.apis import Codec, codec_for
 from sim.core.errors import CassetteError
 from sim.core.json_text import loads
 from sim.scenario.yaml_source import YamlLoader, YamlTooLarge, check_limits, may_alias, yaml_problem
@@ -181,9 +182,15 @@ class RecordedInteraction:
         return self.calls("/chat/completions")
 
     @property
+    def codec(self) -> Codec | None:
+        """The codec of the API this interaction calls (a POST to Chat Completions or the Responses API, of
+        any host), or None when it is no model call."""
+        return codec_for(self.request.path) if self.request.method == "POST" else None
+
+    @property
     def is_model_call(self) -> bool:
         """Whether this is a POST to Chat Completions or the Responses API."""
-        return self.calls("/chat/completions") or self.calls("/responses")
+        return self.codec is not None
 
 
 @dataclass(frozen=True, slots=True)

@@ -262,3 +262,12 @@ def _runner(
         observer=recorder,
     )
     return runner, recorder
+
+
+async def replay_file(path: Path) -> ReplayReport:
+    """Replay one cassette; one that cannot be replayed at all is a failed report saying why (as
+    `play_file` does for scenarios)."""
+    try:
+        return await replay_cassette(path)
+    except CassetteError as error:
+        return ReplayReport(str(path), None, None, None, 0, 0, (str(error),), ())

@@ -17,9 +17,8 @@ from typing import Any, ClassVar
 
 import pytest
 
-from sim.cassette.replay import ReplayReport, replay_cassette
+from sim.cassette.replay import ReplayReport, replay_file
 from sim.cassette.vcr_support import RECORD_MODES, missing_recording, missing_recording_in, sim_vcr
-from sim.core.errors import CassetteError
 from sim.reports.build import played, replayed
 from sim.reports.html import write_report
 from sim.scenario.loader import SCENARIO_SUFFIXES
@@ -154,10 +153,7 @@ class CassetteItem(_FileItem):
 
     def run(self) -> ReplayReport:
         """Replay the cassette."""
-        try:
-            return asyncio.run(replay_cassette(self.path))
-        except CassetteError as error:
-            return ReplayReport(str(self.path), None, None, None, 0, 0, (str(error),), ())
+        return asyncio.run(replay_file(self.path))
 
 
 class OneTestFile(pytest.File):
