@@ -15,7 +15,6 @@ from typing import Annotated, Any, ClassVar, Protocol, TypeVar
 
 import httpx2
 import typer
-from rich.console import Console
 from rich.progress import Progress
 from rich.text import Text
 
@@ -32,7 +31,7 @@ from sim.cassette.scrubbing import Scrubber
 from sim.cassette.secrets import require_scrubbable
 from sim.cassette.writer import to_yaml, write_atomically
 from sim.core.approval import AllowAllApprover, Approver, DenyAllApprover, TerminalApprover
-from sim.core.errors import AgentError, CassetteError, ConfigurationError, ScenarioError
+from sim.core.errors import CassetteError, ConfigurationError, ScenarioError
 from sim.core.events import RunEvent
 from sim.core.loop import DEFAULT_MAX_TURNS, AgentRunner, RunEnding
 from sim.core.messages import CHAT_MESSAGES
@@ -43,14 +42,12 @@ from sim.reports.html import Report, write_report
 from sim.scenario.loader import load_scenario, scenario_files
 from sim.scenario.outline import outline
 from sim.scenario.player import PlayReport, Via, play_file
-from sim.server.serve import base_url, listen
-from sim.server.serve import serve as serve_scenario
+from sim.serving_commands import proxy, serve
+from sim.terminal import err, open_one, out, usage_error
 from sim.testing.campaign import ExampleRun, FuzzReport, save_counterexample
 from sim.testing.campaign import fuzz as fuzz_campaign
 from sim.testing.target import fuzz_target, load_target
 from sim.tools.shell import shell_tool
-
-_Read = TypeVar("_Read")
 
 app = typer.Typer(
     name="sim",
@@ -58,8 +55,6 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 PROGRESS_FROM_FILES = 20
 
@@ -93,18 +88,13 @@ def root(
     """Record, replay and simulate OpenAI tool-calling agent loops."""
 
 
-def _usage_error(message: str) -> typer.Exit:
-    err.print(f"error: {message}", markup=False)
-    return typer.Exit(2)
-
-
 def _files(paths: list[Path]) -> list[Path]:
     for path in paths:
         if not path.exists():
-            raise _usage_error(f"no such file or folder: {path}")
+            raise usage_error(f"no such file or folder: {path}")
     files = scenario_files(paths)
     if not files:
-        raise _usage_error(f"no YAML files (*.yaml, *.yml) in: {', '.join(map(str, paths))}")
+        raise usage_error(f"no YAML files (*.yaml, *.yml) in: {', '.join(map(str, paths))}")
     return files
 
 
@@ -134,7 +124,7 @@ def play(
     """Run scenario files through the real loop with their scripted model and world."""
     mode: Via = via.value
     if chain and api is not Api.responses:
-        raise _usage_error("--chain is for the Responses API (--api responses)")
+        raise usage_error("--chain is for the Responses API (--api responses)")
 
     def one(path: Path) -> Awaitable[PlayReport]:
         return play_file(path, via=mode, stream=stream, api=api, chain=chain)
@@ -247,19 +237,6 @@ def check(
         raise typer.Exit(1)
 
 
-def _open_one(file: Path, read: Callable[[Path], _Read]) -> _Read:
-    """One file read by `read`, or exit: 2 when there is no such file, 1 when it cannot be read."""
-    if file.is_dir():
-        raise _usage_error(f"{file} is a folder: this command takes one file")
-    if not file.is_file():
-        raise _usage_error(f"no such file: {file}")
-    try:
-        return read(file)
-    except AgentError as error:
-        err.print(str(error), markup=False)
-        raise typer.Exit(1) from None
-
-
 @app.command()
 def show(
     file: Annotated[Path, typer.Argument(help="A scenario or cassette file.")],
@@ -269,9 +246,9 @@ def show(
 ) -> None:
     """Print a scenario's scripted conversation, or a cassette's recorded one, turn by turn."""
     lines = (
-        cassette_outline(_open_one(file, read_cassette))
+        cassette_outline(open_one(file, read_cassette))
         if looks_like_cassette(file)
-        else outline(_open_one(file, load_scenario))
+        else outline(open_one(file, load_scenario))
     )
     for line in lines:
         out.print(line, markup=False)
@@ -304,7 +281,7 @@ def convert(
 
     Each conversation (each run of one: a scenario has one prompt) gives a file: OUTPUT, OUTPUT-2, ...
     """
-    recorded = _open_one(cassette, read_cassette)
+    recorded = open_one(cassette, read_cassette)
     found = []
     for conversation in conversations(recorded):
         first = conversation.exchanges[0]
@@ -314,13 +291,13 @@ def convert(
         else:
             found += runs(conversation)
     if not found:
-        raise _usage_error(f"{cassette}: no model calls to convert")
+        raise usage_error(f"{cassette}: no model calls to convert")
     targets = [
         output if n == 1 else output.with_name(f"{output.stem}-{n}{output.suffix}")
         for n in range(1, len(found) + 1)
     ]
     if not force and (existing := [t for t in targets if t.exists()]):
-        raise _usage_error(f"exists: {', '.join(map(str, existing))} (use --force to overwrite)")
+        raise usage_error(f"exists: {', '.join(map(str, existing))} (use --force to overwrite)")
     for target, conversation in zip(targets, found, strict=True):
         data = scenario_data(conversation, name=target.stem, source=cassette.name)
         write_atomically(target, to_yaml(Scrubber().value(data)))  # others' recordings may hold credentials
@@ -396,14 +373,14 @@ def record(
 ) -> None:
     """Run the loop live, as `sim run` does, and record the whole session into CASSETTE."""
     if cassette.exists() and not force:
-        raise _usage_error(f"cassette exists: {cassette} (use --force to overwrite it)")
+        raise usage_error(f"cassette exists: {cassette} (use --force to overwrite it)")
     live = Live(max_turns, workspace, approve, stream, max_completion_tokens, api, chain, as_json)
     settings, runner = _live_runner(live)
     scrubber = Scrubber(settings.secrets)
     try:
         require_scrubbable("OPENAI_API_KEY", settings.api_key)
     except ConfigurationError as error:
-        raise _usage_error(str(error)) from None
+        raise usage_error(str(error)) from None
     try:
         ending = record_run(
             cassette,
@@ -461,9 +438,9 @@ def _live_runner(live: Live) -> tuple[Settings, AgentRunner]:
             observer=None if live.as_json else _print_event,
         )
     except ConfigurationError as error:
-        raise _usage_error(str(error)) from None
+        raise usage_error(str(error)) from None
     if not live.workspace.is_dir():
-        raise _usage_error(f"no such workspace folder: {live.workspace}")
+        raise usage_error(f"no such workspace folder: {live.workspace}")
     return settings, runner
 
 
@@ -503,42 +480,6 @@ def _report(runner: AgentRunner, ending: RunEnding, as_json: bool, scrubber: Scr
 
 
 @app.command()
-def serve(
-    scenario_file: Annotated[Path, typer.Argument(metavar="SCENARIO", help="The scenario to serve.")],
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port to listen on; 0 picks a free one.")] = 8000,
-    once: Annotated[
-        bool, typer.Option("--once", help="Exit when every reply was sent; 1 if any went unused.")
-    ] = False,
-    cycle: Annotated[
-        bool, typer.Option("--cycle", help="Start the script again when it ends (load tests).")
-    ] = False,
-) -> None:
-    """Serve an OpenAI-compatible /v1/chat/completions that answers from SCENARIO."""
-    if not 0 <= port <= 65535:
-        raise _usage_error(f"--port must be from 0 to 65535, not {port}")
-    scenario = _open_one(scenario_file, load_scenario)
-    try:
-        sock = listen(host, port)
-    except OSError as error:
-        raise _usage_error(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
-
-    def ready() -> None:
-        print(f"OPENAI_BASE_URL={base_url(sock)}", flush=True)
-        err.print(f"serving {scenario.name} ({len(scenario.replies)} replies); Ctrl-C stops", markup=False)
-
-    simulator = serve_scenario(scenario, sock, once=once, cycle=cycle, on_ready=ready)
-    problems = simulator.problems + simulator.unused()
-    for problem in problems:
-        err.print(f"! {problem}", markup=False)
-    by_api = ", ".join(f"{api} {count}" for api, count in sorted(simulator.received_by.items()))
-    shown = f" ({by_api})" if by_api else ""
-    err.print(f"served {simulator.received} requests{shown}; {simulator.answered} replies sent", markup=False)
-    if problems and (once or simulator.problems):
-        raise typer.Exit(1)
-
-
-@app.command()
 def fuzz(
     examples: Annotated[
         int, typer.Option(help="Scenarios to draw (more run while a failure shrinks).")
@@ -559,13 +500,13 @@ def fuzz(
 ) -> None:
     """Fuzz the loop's invariants with hostile model behaviour; save the smallest failing scenario."""
     if examples < 1:
-        raise _usage_error("--examples must be at least 1")
+        raise usage_error("--examples must be at least 1")
     function = None
     if target is not None:
         try:
             function = load_target(target)
         except ConfigurationError as error:
-            raise _usage_error(str(error)) from None
+            raise usage_error(str(error)) from None
     with Progress(console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
         advance = partial(bar.advance, bar.add_task("fuzzing", total=examples))
         if function is not None:
@@ -605,6 +546,10 @@ def fuzz(
 
 def _counts(counter: Counter[str]) -> str:
     return ", ".join(f"{name} {count}" for name, count in counter.most_common()) or "none"
+
+
+app.command()(serve)
+app.command()(proxy)
 
 
 def main() -> None:

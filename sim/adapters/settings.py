@@ -93,3 +93,46 @@ class Settings:
     def secrets(self) -> tuple[str, ...]:
         """Everything that must never be written or shown: the key and the account ids."""
         return (self.api_key, *self.account_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamCredentials:
+    """What a proxy sends upstream in place of its clients' credentials: OPENAI_API_KEY and, when set,
+    OPENAI_ORG_ID and OPENAI_PROJECT_ID (env or `.env`); `repr` masks them."""
+
+    api_key: str
+    organization: str | None = None
+    project: str | None = None
+
+    def __repr__(self) -> str:
+        return f"UpstreamCredentials(api_key={mask(self.api_key)!r})"
+
+    @classmethod
+    def load(cls, env_file: Path | str | None = ".env") -> UpstreamCredentials:
+        """Read and check them; `ConfigurationError` when the key is missing or unfit for a header."""
+        sources = _Sources(_env_file=env_file)
+        key = (sources.openai_api_key or "").strip()
+        if not key:
+            raise ConfigurationError("Missing required settings: OPENAI_API_KEY (the upstream's key)")
+        _require_header_safe("OPENAI_API_KEY", key)
+        organization = (sources.openai_org_id or "").strip() or None
+        project = (sources.openai_project_id or "").strip() or None
+        for name, value in (("OPENAI_ORG_ID", organization), ("OPENAI_PROJECT_ID", project)):
+            if value:
+                _require_header_safe(name, value)
+        return cls(key, organization, project)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The headers that carry them, as the SDK would send them."""
+        headers = {"authorization": f"Bearer {self.api_key}"}
+        if self.organization:
+            headers["openai-organization"] = self.organization
+        if self.project:
+            headers["openai-project"] = self.project
+        return headers
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """Everything that must never be written or shown."""
+        return tuple(value for value in (self.api_key, self.organization, self.project) if value)

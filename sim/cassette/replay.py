@@ -1,15 +1,13 @@
 """Replaying a recorded session offline: the real loop and SDK adapter against the recorded interactions.
 
-Requests are matched by method, path and canonical JSON body through an index (the cost of a request does
-not grow with the cassette); identical requests are answered in recorded order; every tool call is
-answered from the recording, so no command runs and no approval is asked.
+Requests are answered by `RecordedAnswers` (method, path and canonical JSON body, through an index);
+every tool call is answered from the recording, so no command runs and no approval is asked.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections import defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,10 +17,9 @@ import httpx2
 from pydantic import ValidationError
 
 from sim.adapters.apis import ENDPOINTS, connect_model
-from sim.cassette.matching import canonical, describe_difference
+from sim.cassette.answering import Miss, RecordedAnswers
 from sim.cassette.reader import Cassette, RecordedInteraction, read_cassette
 from sim.cassette.session import RecordedSession, echoed_results, result_from_text
-from sim.cassette.writer import without_layout
 from sim.core.approval import AllowAllApprover
 from sim.core.calls import call_key, find
 from sim.core.errors import CassetteError, ConfigurationError
@@ -32,88 +29,42 @@ from sim.core.scripted import ScriptedToolResults
 from sim.core.tools import AnyArguments, ToolDefinition, ToolRegistry, ToolResult
 from sim.core.transcript import TranscriptRecorder
 
-_Key = tuple[str, str, str]
-
 
 class ReplayTransport(httpx2.AsyncBaseTransport):
-    """Answers each request with the recorded response to the same request; tells how it differs if none.
-
-    A request is looked up by its exact bytes first (what our encoder sends is what was recorded), and
-    only on a miss by its canonical JSON (keys sorted), so a request costs no parsing in the usual case.
-    """
+    """Answers each request with the recorded response to the same request (see `RecordedAnswers`); an
+    HTTP 400 naming the first difference when there is none."""
 
     def __init__(self, interactions: Sequence[RecordedInteraction]) -> None:
-        self.interactions = list(interactions)
-        self._exact: dict[_Key, deque[int]] = defaultdict(deque)
-        for position, interaction in enumerate(self.interactions):
-            request = interaction.request
-            text = without_layout((request.body or b"").decode("utf-8", errors="replace"))
-            self._exact[(request.method, request.path.rstrip("/"), text)].append(position)
-        self._canonical: dict[_Key, deque[int]] | None = None
-        self._played: set[int] = set()
-        self.problems: list[str] = []
-        self.divergence: tuple[str, str, str] | None = None
+        self.answers = RecordedAnswers(interactions)
+        self.interactions = self.answers.interactions
+
+    @property
+    def problems(self) -> list[str]:
+        """One line per request that matched nothing."""
+        return [str(miss) for miss in self.answers.misses]
+
+    @property
+    def divergence(self) -> tuple[str, str, str] | None:
         """The first request that matched nothing: where it differs, the recorded body, the body now."""
-
-    def _take(self, index: dict[_Key, deque[int]], key: _Key) -> int | None:
-        waiting = index.get(key)
-        while waiting:
-            position = waiting.popleft()
-            if position not in self._played:
-                return position
-        return None
-
-    def _canonical_index(self) -> dict[_Key, deque[int]]:
-        if self._canonical is None:
-            self._canonical = defaultdict(deque)
-            for position, interaction in enumerate(self.interactions):
-                request = interaction.request
-                self._canonical[(request.method, request.path.rstrip("/"), canonical(request.body))].append(
-                    position
-                )
-        return self._canonical
+        if not self.answers.misses:
+            return None
+        miss = self.answers.misses[0]
+        return miss.difference.split(": recorded ", 1)[0], miss.recorded_body, miss.body_now
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         """The recorded response, or an HTTP 400 naming the first difference from the expected request."""
-        body = await request.aread()
-        method, path = request.method.upper(), request.url.path.rstrip("/")
-        position = self._take(self._exact, (method, path, body.decode("utf-8", errors="replace")))
-        if position is None:
-            position = self._take(self._canonical_index(), (method, path, canonical(body)))
-        if position is None:
-            problem = f"turn {len(self._played) + 1}: {self._difference(body)}"
-            self.problems.append(problem)
-            error = {
-                "message": f"sim replay: {problem}",
-                "type": "sim_replay_mismatch",
-                "param": None,
-                "code": None,
-            }
+        found = self.answers.match(request.method, request.url.path, await request.aread())
+        if isinstance(found, Miss):
+            error = {"message": f"sim replay: {found}", "type": "sim_replay_mismatch", "param": None,
+                     "code": None}  # fmt: skip
             return httpx2.Response(400, json={"error": error})
-        self._played.add(position)
-        response = self.interactions[position].response
+        response = found.response
         kind = "text/event-stream" if response.is_event_stream else "application/json"
         return httpx2.Response(response.status, content=response.body, headers={"content-type": kind})
 
-    def _difference(self, body: bytes) -> str:
-        """How `body` differs from the first recorded request not played yet (the first such pair is kept,
-        for a report to show side by side)."""
-        for position, interaction in enumerate(self.interactions):
-            if position not in self._played:
-                said = describe_difference(interaction.request.body, body)
-                if self.divergence is None:
-                    recorded = (interaction.request.body or b"").decode("utf-8", errors="replace")
-                    self.divergence = (
-                        said.split(": recorded ", 1)[0],
-                        recorded,
-                        body.decode("utf-8", "replace"),
-                    )
-                return said
-        return f"a request the cassette does not hold (all {len(self.interactions)} were played)"
-
     def unplayed(self) -> int:
         """How many recorded interactions were never asked for."""
-        return len(self.interactions) - len(self._played)
+        return len(self.answers.unplayed())
 
 
 @dataclass(frozen=True, slots=True)

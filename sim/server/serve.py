@@ -1,16 +1,18 @@
-"""Serving a `Simulator` on a TCP port with uvicorn, until Ctrl-C or (`once`) until its script is used."""
+"""Serving an ASGI app (the simulator, a cassette, the recording proxy) on a TCP port with uvicorn, until
+Ctrl-C, SIGTERM or `stop()`; optionally while a command runs against it, ending when the command does."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 import socket
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import uvicorn
-
-from sim.scenario.schema import Scenario
-from sim.server.simulator import Simulator
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -24,39 +26,87 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def base_url(sock: socket.socket) -> str:
+def base_url(sock: socket.socket, path: str = "/v1") -> str:
     """The `OPENAI_BASE_URL` for a client of the socket's server."""
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}/v1"
+    return f"http://{shown}:{port}{path}"
 
 
-def serve(
-    scenario: Scenario,
-    sock: socket.socket,
-    *,
-    once: bool = False,
-    cycle: bool = False,
-    on_ready: Callable[[], None] | None = None,
-) -> Simulator:
-    """Serve until interrupted, or until the script is used when `once`; the simulator tells how it went."""
-    config = uvicorn.Config(app=None, log_level="warning", access_log=False, lifespan="off")  # type: ignore[arg-type]
-    server = uvicorn.Server(config)
+class CommandNotFound(Exception):
+    """The command to run beside the server does not exist or cannot be run."""
 
-    def stop() -> None:
-        server.should_exit = True
 
-    simulator = Simulator(scenario, cycle=cycle, on_consumed=stop if once else None)
-    config.app = simulator.app
+class AppServer:
+    """An ASGI app served on a socket: `run()` serves until Ctrl-C, SIGTERM or `stop()`."""
 
-    async def run() -> None:
-        serving = asyncio.create_task(server.serve(sockets=[sock]))
-        while not server.started and not serving.done():
-            await asyncio.sleep(0.005)
-        if server.started and on_ready is not None:
-            on_ready()  # only now: Ctrl-C is handled from here on
-        await serving
+    def __init__(self, app: Any, sock: socket.socket) -> None:
+        self.sock = sock
+        config = uvicorn.Config(app=app, log_level="warning", access_log=False, lifespan="off")
+        self.server = uvicorn.Server(config)
+        self.terminated = False
+        """Whether serving ended on SIGTERM."""
 
-    with contextlib.suppress(KeyboardInterrupt):  # uvicorn shuts down gracefully, then re-raises Ctrl-C
-        asyncio.run(run())
-    return simulator
+    def stop(self) -> None:
+        """End the serving (gracefully: responses in flight finish first)."""
+        self.server.should_exit = True
+
+    def run(
+        self,
+        *,
+        on_ready: Callable[[], None] | None = None,
+        command: Sequence[str] = (),
+        environment: Mapping[str, str] | None = None,
+    ) -> int | None:
+        """Serve; with a `command`, run it (in `environment`) once serving, stop when it exits and return
+        its exit code (`CommandNotFound` when it cannot be started). A command still running when the
+        server is stopped otherwise is terminated."""
+        code: int | None = None
+
+        async def run_command() -> None:
+            nonlocal code
+            try:
+                child = await asyncio.create_subprocess_exec(*command, env=dict(environment or os.environ))
+            except OSError as error:
+                self.stop()
+                raise CommandNotFound(f"cannot run {command[0]}: {error.strerror or error}") from None
+            try:
+                code = await child.wait()
+            finally:
+                if child.returncode is None:
+                    child.terminate()
+                    code = await child.wait()
+                self.stop()
+
+        async def serve() -> None:
+            serving = asyncio.create_task(self.server.serve(sockets=[self.sock]))
+            while not self.server.started and not serving.done():
+                await asyncio.sleep(0.005)
+            if not self.server.started:
+                await serving
+                return
+            if on_ready is not None:
+                on_ready()  # only now: Ctrl-C is handled from here on
+            running = asyncio.create_task(run_command()) if command else None
+            await serving
+            if running is not None:
+                if not running.done():
+                    running.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await running
+
+        # uvicorn shuts down gracefully on Ctrl-C and SIGTERM, then raises the signal again once its own
+        # handlers are gone: Ctrl-C as KeyboardInterrupt, SIGTERM to this handler, so the caller still
+        # finishes its work (the proxy writes its cassette) instead of dying
+        terminating = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGTERM, self._terminated) if terminating else None
+        try:
+            with contextlib.suppress(KeyboardInterrupt):
+                asyncio.run(serve())
+        finally:
+            if terminating:
+                signal.signal(signal.SIGTERM, previous)
+        return code
+
+    def _terminated(self, number: int, frame: object) -> None:
+        self.terminated = True

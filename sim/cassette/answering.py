@@ -1,0 +1,129 @@
+"""Answering requests from a recording: which recorded interaction a request is, or how it differs from the
+nearest one. Shared by in-process replay (an httpx transport) and `sim serve CASSETTE` (an HTTP server).
+
+Requests are matched by method, path and body through an index, so a request's cost does not grow with the
+cassette: by their exact bytes first (what our encoder sends is what was recorded), and only on a miss by
+canonical JSON (keys sorted, numbers by value, server-minted ids by position). Identical requests are
+answered in recorded order; each recorded interaction is answered once.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sim.cassette.matching import canonical, describe_difference
+from sim.cassette.reader import RecordedInteraction
+from sim.cassette.writer import without_layout
+
+_Key = tuple[str, str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class Miss:
+    """A request that matched nothing: where it first differs from the nearest recorded request."""
+
+    turn: int
+    difference: str
+    recorded_body: str
+    body_now: str
+
+    def __str__(self) -> str:
+        return f"turn {self.turn}: {self.difference}"
+
+
+def _shared_start(one: str, other: str) -> int:
+    """How many leading characters two texts share (by halving, so each comparison runs at C speed)."""
+    low, high = 0, min(len(one), len(other))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if one[:middle] == other[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _route(method: str, path: str) -> tuple[str, str]:
+    return method.upper(), path.rstrip("/")
+
+
+class RecordedAnswers:
+    """The interactions of a recording, each handed out once, to the request that matches it."""
+
+    def __init__(self, interactions: Sequence[RecordedInteraction]) -> None:
+        self.interactions = list(interactions)
+        self._exact: dict[_Key, deque[int]] = defaultdict(deque)
+        for position, interaction in enumerate(self.interactions):
+            request = interaction.request
+            text = without_layout((request.body or b"").decode("utf-8", errors="replace"))
+            self._exact[(*_route(request.method, request.path), text)].append(position)
+        self._canonical: dict[_Key, deque[int]] | None = None
+        self.played: set[int] = set()
+        self.misses: list[Miss] = []
+
+    def _take(self, index: dict[_Key, deque[int]], key: _Key) -> int | None:
+        waiting = index.get(key)
+        while waiting:
+            position = waiting.popleft()
+            if position not in self.played:
+                return position
+        return None
+
+    def _canonical_index(self) -> dict[_Key, deque[int]]:
+        if self._canonical is None:
+            self._canonical = defaultdict(deque)
+            for position, interaction in enumerate(self.interactions):
+                request = interaction.request
+                key = (*_route(request.method, request.path), canonical(request.body))
+                self._canonical[key].append(position)
+        return self._canonical
+
+    def match(self, method: str, path: str, body: bytes) -> RecordedInteraction | Miss:
+        """The recorded interaction this request is (now played), or the `Miss` saying how it differs."""
+        route = _route(method, path)
+        position = self._take(self._exact, (*route, body.decode("utf-8", errors="replace")))
+        if position is None:
+            position = self._take(self._canonical_index(), (*route, canonical(body)))
+        if position is None:
+            miss = self._miss(route, body)
+            self.misses.append(miss)
+            return miss
+        self.played.add(position)
+        return self.interactions[position]
+
+    def _miss(self, route: tuple[str, str], body: bytes) -> Miss:
+        """How `body` differs from the nearest recorded request not played yet: on the same route, the one
+        sharing the longest start of canonical JSON with it (the earliest of equals)."""
+        turn = len(self.played) + 1
+        waiting = [p for p in range(len(self.interactions)) if p not in self.played]
+        if not waiting:
+            whole = f"a request the cassette does not hold (all {len(self.interactions)} were played)"
+            return Miss(turn, whole, "", body.decode("utf-8", "replace"))
+        same_route = [p for p in waiting if _route(*self._route_of(p)) == route]
+        if not same_route:
+            recorded = ", ".join(sorted({" ".join(self._route_of(p)) for p in waiting}))
+            said = f"{route[0]} {route[1]} is not recorded (waiting: {recorded})"
+            return Miss(turn, said, "", body.decode("utf-8", "replace"))
+        now = canonical(body)
+        nearest = max(
+            same_route,
+            key=lambda p: (
+                _shared_start(canonical(self.interactions[p].request.body), now),
+                -p,
+            ),
+        )
+        recorded_body = self.interactions[nearest].request.body
+        said = describe_difference(recorded_body, body)
+        return Miss(
+            turn, said, (recorded_body or b"").decode("utf-8", "replace"), body.decode("utf-8", "replace")
+        )
+
+    def _route_of(self, position: int) -> tuple[str, str]:
+        request = self.interactions[position].request
+        return _route(request.method, request.path)
+
+    def unplayed(self) -> list[RecordedInteraction]:
+        """The recorded interactions never asked for, in recorded order."""
+        return [item for position, item in enumerate(self.interactions) if position not in self.played]

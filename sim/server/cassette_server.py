@@ -1,0 +1,83 @@
+"""`CassetteServer`: `sim serve CASSETTE`, a recorded session answered over HTTP to any client, in any
+language.
+
+Each request gets the recorded response to the same request (method, path, canonical JSON body; see
+`RecordedAnswers`), streams as recorded; a request that matches nothing gets a 400 in the API's error shape
+naming the first differing JSON path against the nearest recorded request.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from sim.cassette.answering import Miss, RecordedAnswers
+from sim.cassette.reader import Cassette, Headers
+from sim.server.simulator import api_error
+
+_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+
+
+class CassetteServer:
+    """One cassette being served: which interactions were played, and which requests matched nothing."""
+
+    def __init__(self, cassette: Cassette, *, on_consumed: Callable[[], Any] | None = None) -> None:
+        self.cassette = cassette
+        self.answers = RecordedAnswers(cassette.interactions)
+        self.on_consumed = on_consumed
+        self.received = 0
+        self.received_by: Counter[str] = Counter()
+        """Requests received per API (`chat`, `responses`, or `other`)."""
+        self.app = Starlette(routes=[Route("/{path:path}", self._serve, methods=_METHODS)])
+
+    @property
+    def base_path(self) -> str:
+        """The path clients put in `OPENAI_BASE_URL`: the recorded one before the endpoint (`/v1`)."""
+        for interaction in self.cassette.interactions:
+            if (codec := interaction.codec) is not None:
+                return interaction.request.path.rstrip("/").removesuffix(codec.endpoint) or ""
+        return "/v1"
+
+    @property
+    def consumed(self) -> bool:
+        """Whether every recorded interaction has been played."""
+        return len(self.answers.played) == len(self.answers.interactions)
+
+    def problems(self) -> list[str]:
+        """A line per request that matched nothing."""
+        return [str(miss) for miss in self.answers.misses]
+
+    def unplayed(self) -> list[str]:
+        """A line per recorded interaction never requested."""
+        return [
+            f"interaction {item.index} never requested: {item.request.method} {item.request.path}"
+            for item in self.answers.unplayed()
+        ]
+
+    async def _serve(self, request: Request) -> Response:
+        body = await request.body()
+        self.received += 1
+        found = self.answers.match(request.method, request.url.path, body)
+        if isinstance(found, Miss):
+            self.received_by["unmatched"] += 1
+            return api_error(
+                400, f"sim serve: {found}", error_type="sim_replay_mismatch", code="sim_replay_mismatch"
+            )
+        self.received_by[found.codec.api.value if found.codec is not None else "other"] += 1
+        recorded = found.response
+        kind = "text/event-stream" if recorded.is_event_stream else _content_type(recorded.headers)
+        response = Response(recorded.body, status_code=recorded.status, media_type=kind)
+        if self.on_consumed is not None and self.consumed:
+            response.background = BackgroundTask(self.on_consumed)
+        return response
+
+
+def _content_type(headers: Headers) -> str:
+    return (headers.get("content-type") or ["application/json"])[0]

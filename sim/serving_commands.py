@@ -1,0 +1,160 @@
+"""The `sim` commands that serve HTTP: `serve` (a scenario or a cassette) and `proxy` (recording any
+program's traffic to the real API)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import urlsplit
+
+import typer
+
+from sim.adapters.settings import UpstreamCredentials
+from sim.cassette.reader import looks_like_cassette, read_cassette
+from sim.cassette.scrubbing import Scrubber
+from sim.cassette.secrets import require_scrubbable
+from sim.core.errors import CassetteError, ConfigurationError
+from sim.scenario.loader import load_scenario
+from sim.server.cassette_server import CassetteServer
+from sim.server.proxy import RecordingProxy
+from sim.server.serve import AppServer, CommandNotFound, base_url, listen
+from sim.server.simulator import Simulator
+from sim.terminal import err, open_one, usage_error
+
+Host = Annotated[str, typer.Option(help="Address to listen on.")]
+Port = Annotated[int, typer.Option(help="Port to listen on; 0 picks a free one.")]
+PLACEHOLDER_KEY = "sk-sim-proxy-placeholder"
+"""The key a command run by `sim proxy` gets: the proxy sends the real one upstream."""
+
+
+def _listening(host: str, port: int) -> AppServer:
+    if not 0 <= port <= 65535:
+        raise usage_error(f"--port must be from 0 to 65535, not {port}")
+    try:
+        return AppServer(None, listen(host, port))
+    except OSError as error:
+        raise usage_error(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+
+
+def serve(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="The scenario or cassette to serve.")],
+    host: Host = "127.0.0.1",
+    port: Port = 8000,
+    once: Annotated[
+        bool,
+        typer.Option("--once", help="Exit when every reply (interaction) was sent; 1 if any went unused."),
+    ] = False,
+    cycle: Annotated[
+        bool, typer.Option("--cycle", help="Start a scenario's script again when it ends (load tests).")
+    ] = False,
+) -> None:
+    """Serve an OpenAI-compatible API (Chat Completions and Responses) answering from FILE: a scenario's
+    scripted replies, or a cassette's recorded responses."""
+    if looks_like_cassette(file):
+        if cycle:
+            raise usage_error("--cycle serves scenarios only; a cassette is played once")
+        _serve_cassette(file, host, port, once)
+        return
+    scenario = open_one(file, load_scenario)
+    server = _listening(host, port)
+    simulator = Simulator(scenario, cycle=cycle, on_consumed=server.stop if once else None)
+    server.server.config.app = simulator.app
+
+    def ready() -> None:
+        print(f"OPENAI_BASE_URL={base_url(server.sock)}", flush=True)
+        err.print(f"serving {scenario.name} ({len(scenario.replies)} replies); Ctrl-C stops", markup=False)
+
+    server.run(on_ready=ready)
+    problems = simulator.problems + simulator.unused()
+    for problem in problems:
+        err.print(f"! {problem}", markup=False)
+    by_api = ", ".join(f"{api} {count}" for api, count in sorted(simulator.received_by.items()))
+    shown = f" ({by_api})" if by_api else ""
+    err.print(f"served {simulator.received} requests{shown}; {simulator.answered} replies sent", markup=False)
+    if problems and (once or simulator.problems):
+        raise typer.Exit(1)
+
+
+def _serve_cassette(file: Path, host: str, port: int, once: bool) -> None:
+    cassette = open_one(file, read_cassette)
+    if not cassette.interactions:
+        err.print(f"{file}: no interactions to serve", markup=False)
+        raise typer.Exit(1)
+    server = _listening(host, port)
+    served = CassetteServer(cassette, on_consumed=server.stop if once else None)
+    server.server.config.app = served.app
+
+    def ready() -> None:
+        print(f"OPENAI_BASE_URL={base_url(server.sock, served.base_path)}", flush=True)
+        count = len(cassette.interactions)
+        err.print(f"serving cassette {file} ({count} interactions); Ctrl-C stops", markup=False)
+
+    server.run(on_ready=ready)
+    problems = served.problems() + (served.unplayed() if once else [])
+    for problem in problems:
+        err.print(f"! {problem}", markup=False)
+    by_api = ", ".join(f"{api} {count}" for api, count in sorted(served.received_by.items()))
+    shown = f" ({by_api})" if by_api else ""
+    played = len(served.answers.played)
+    err.print(f"served {served.received} requests{shown}; {played} of {len(cassette.interactions)}"
+              " interactions played", markup=False)  # fmt: skip
+    if problems:
+        raise typer.Exit(1)
+
+
+def proxy(
+    cassette: Annotated[Path, typer.Argument(help="The cassette to record into.")],
+    upstream: Annotated[
+        str, typer.Option("--upstream", help="The real API's base URL, e.g. https://api.openai.com/v1.")
+    ],
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="[-- COMMAND ARGS...]", help="A program to run against the proxy."),
+    ] = None,
+    host: Host = "127.0.0.1",
+    port: Port = 8000,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing cassette.")] = False,
+) -> None:
+    """Forward every request to UPSTREAM with OPENAI_API_KEY (never written) and record each exchange into
+    CASSETTE when the proxy stops (Ctrl-C, SIGTERM, or the end of COMMAND, whose exit code it exits with)."""
+    parts = urlsplit(upstream)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise usage_error(f"--upstream must be an http(s) URL, not {upstream!r}")
+    if cassette.exists() and not force:
+        raise usage_error(f"cassette exists: {cassette} (use --force to overwrite it)")
+    try:
+        credentials = UpstreamCredentials.load()
+        require_scrubbable("OPENAI_API_KEY", credentials.api_key)
+    except ConfigurationError as error:
+        raise usage_error(str(error)) from None
+    server = _listening(host, port)
+    recording = RecordingProxy(upstream, credentials.headers)
+    server.server.config.app = recording.app
+    url = base_url(server.sock)
+    environment = {k: v for k, v in os.environ.items() if k not in ("OPENAI_ORG_ID", "OPENAI_PROJECT_ID")}
+    environment.update(OPENAI_BASE_URL=url, OPENAI_API_KEY=PLACEHOLDER_KEY)
+
+    def ready() -> None:
+        print(f"OPENAI_BASE_URL={url}", flush=True)
+        err.print(f"recording into {cassette}, forwarding to {upstream}; Ctrl-C stops", markup=False)
+
+    try:
+        code = server.run(on_ready=ready, command=command or (), environment=environment)
+    except CommandNotFound as error:
+        err.print(f"error: {error}", markup=False)
+        code = 127
+    for failure in recording.failures:
+        err.print(f"! {failure}", markup=False)
+    scrubber = Scrubber(credentials.secrets)
+    if not recording.recorded():
+        err.print(f"no exchange finished; {cassette} not written", markup=False)
+        raise typer.Exit(code if code is not None else 1)
+    try:
+        count = recording.write(cassette, credentials.secrets)
+    except CassetteError as error:
+        err.print(f"error: {scrubber.text(str(error))}", markup=False)
+        raise typer.Exit(1) from None
+    err.print(f"recorded {count} exchanges into {cassette}", markup=False)
+    if code:
+        raise typer.Exit(code)
