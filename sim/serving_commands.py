@@ -136,7 +136,10 @@ def proxy(
     environment.update(OPENAI_BASE_URL=url, OPENAI_API_KEY=PLACEHOLDER_KEY)
 
     def ready() -> None:
-        print(f"OPENAI_BASE_URL={url}", flush=True)
+        if command:  # the command's output is the command's alone; it finds the proxy in its environment
+            err.print(f"OPENAI_BASE_URL={url}", markup=False)
+        else:
+            print(f"OPENAI_BASE_URL={url}", flush=True)
         err.print(f"recording into {cassette}, forwarding to {upstream}; Ctrl-C stops", markup=False)
 
     try:

@@ -43,14 +43,25 @@ def _unminted(value: Any, seen: dict[str, str]) -> Any:
     return value
 
 
+_HINTS = frozenset({"prompt_cache_key"})
+"""Request fields that never change what the model says and that clients fill with a fresh random value per
+run (openai-agents sends `prompt_cache_key: "agents-sdk:run:<uuid>"` to OpenAI's own endpoint only)."""
+
+
+def _without_hints(value: Any) -> Any:
+    if isinstance(value, dict) and _HINTS.intersection(value):
+        return {key: item for key, item in value.items() if key not in _HINTS}
+    return value
+
+
 def canonical(body: bytes | str | None) -> str:
     """A body as canonical JSON (keys sorted, no spaces, numbers by value, server-minted ids and encrypted
-    reasoning by position), or its text when it is not JSON."""
+    reasoning by position, caching hints left out), or its text when it is not JSON."""
     if body is None:
         return ""
     text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
     try:
-        value = _unminted(_by_value(loads(text)), {})
+        value = _unminted(_by_value(_without_hints(loads(text))), {})
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     except ValueError:
         return text
@@ -95,7 +106,7 @@ def describe_difference(recorded_body: bytes | None, now_body: bytes) -> str:
 
     def parse(body: bytes | None) -> Any:
         try:
-            return loads(body or b"")
+            return _without_hints(loads(body or b""))
         except ValueError:
             return (body or b"").decode("utf-8", errors="replace")
 

@@ -11,37 +11,15 @@ import signal
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
+from tests.server.processes import SIM, served
+
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
-SIM = [sys.executable, "-m", "sim.cli"]
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses POSIX signals")
-
-
-@contextmanager
-def served(scenario: Path, *options: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    process = subprocess.Popen(
-        [*SIM, "serve", str(scenario), "--port", "0", *options],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith("OPENAI_BASE_URL=http://127.0.0.1:"), line + (
-            process.stderr.read() if process.stderr else ""
-        )
-        yield process, line.strip().split("=", 1)[1]
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=10)
 
 
 def sim_run(base_url: str, workspace: Path, prompt: str) -> subprocess.CompletedProcess[str]:

@@ -1,0 +1,87 @@
+"""`sim serve CASSETTE` in process (its real Starlette app over `httpx2.ASGITransport`): every bundled and
+real cassette answers its own recorded requests, in recorded order, byte for byte; `--once` as a process."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx2
+import pytest
+
+from sim.cassette.reader import read_cassette
+from sim.server.cassette_server import CassetteServer
+from tests.corpus import needs_corpus, real_cassettes
+from tests.server.processes import ROOT, SIM, served
+
+BUNDLED = sorted((ROOT / "cassettes").rglob("*.yaml"))
+
+
+async def answers_its_recording(path: Path) -> None:
+    cassette = read_cassette(path)
+    server = CassetteServer(cassette)
+    transport = httpx2.ASGITransport(app=server.app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://sim") as client:
+        for interaction in cassette.interactions:
+            request = interaction.request
+            response = await client.request(request.method, request.path, content=request.body or b"")
+            assert response.status_code == interaction.response.status, (path.name, interaction.index)
+            assert response.content == interaction.response.body, (path.name, interaction.index)
+    assert server.consumed and not server.problems()
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_bundled_cassette_answers_its_recorded_requests(path: Path) -> None:
+    asyncio.run(answers_its_recording(path))
+
+
+@needs_corpus
+@pytest.mark.parametrize("folder", ["", "responses"])
+def test_every_real_cassette_answers_its_recorded_requests(folder: str) -> None:
+    paths = real_cassettes(folder)
+    assert paths
+    for path in paths:
+        asyncio.run(answers_its_recording(path))
+
+
+def test_concurrent_identical_requests_each_get_their_own_recorded_answer() -> None:
+    cassette = read_cassette(ROOT / "cassettes" / "echo-42.yaml")
+    first = cassette.interactions[0]
+    doubled = type(cassette)(cassette.path, (first, type(first)(1, first.request, first.response)))
+    server = CassetteServer(doubled)
+
+    async def ask_twice() -> list[int]:
+        transport = httpx2.ASGITransport(app=server.app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://sim") as client:
+            asked = [client.post(first.request.path, content=first.request.body or b"") for _ in range(3)]
+            return [response.status_code for response in await asyncio.gather(*asked)]
+
+    assert sorted(asyncio.run(ask_twice())) == [200, 200, 400]
+    assert server.consumed
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="uses POSIX signals")
+def test_once_exits_1_listing_what_was_never_played(tmp_path: Path) -> None:
+    with served(ROOT / "cassettes" / "echo-42.yaml", "--once") as (server, base_url):
+        assert base_url.endswith("/v1")
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=20) == 1
+        assert server.stderr is not None
+        said = server.stderr.read()
+    assert "interaction 0 never requested: POST /v1/chat/completions" in said
+    assert "0 of 2 interactions played" in said
+
+
+def test_a_cassette_with_cycle_or_nothing_to_serve_is_refused(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("interactions: []\nversion: 1\n")
+    for args, code, said in (
+        ([str(ROOT / "cassettes" / "echo-42.yaml"), "--cycle"], 2, "--cycle serves scenarios only"),
+        ([str(empty)], 1, "no interactions to serve"),
+    ):
+        command = [*SIM, "serve", *args, "--port", "0"]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == code and said in done.stderr, done.stderr

@@ -1,0 +1,308 @@
+"""`sim proxy` recording programs as real subprocesses, with `sim serve SCENARIO` on 127.0.0.1 standing in
+for the live API (tests never reach the internet), and `sim serve CASSETTE` playing the recording back to
+the same programs with the upstream gone."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from sim.cassette.reader import read_cassette
+from tests.server.processes import MARKED_KEY, ROOT, SIM, program, served, sim_process
+
+WEATHER = ROOT / "examples" / "frameworks" / "weather.yaml"
+RAW_SDK = [sys.executable, "examples/frameworks/raw_sdk_weather.py"]
+AGENTS = [sys.executable, "examples/frameworks/agents_weather.py"]
+ORG_ID = "org-marked0123456789"
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses POSIX signals")
+
+
+def proxy_environment(**extra: str) -> dict[str, str]:
+    """The proxy's own environment: the upstream key (and an organization id) that must never be written."""
+    return {**os.environ, "OPENAI_API_KEY": MARKED_KEY, "OPENAI_ORG_ID": ORG_ID, **extra}
+
+
+def proxied(cassette: Path, upstream: str, *command: str) -> subprocess.CompletedProcess[str]:
+    """`sim proxy CASSETTE --upstream URL -- COMMAND...` run to its end."""
+    return subprocess.run(
+        [*SIM, "proxy", str(cassette), "--upstream", upstream, "--port", "0", "--", *command],
+        env=proxy_environment(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+        cwd=ROOT,
+    )
+
+
+def proxying(cassette: Path, upstream: str) -> Any:
+    """`sim proxy CASSETTE --upstream URL` started, without a command."""
+    return sim_process(
+        "proxy", str(cassette), "--upstream", upstream, "--port", "0", environment=proxy_environment()
+    )
+
+
+def assert_no_secret(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert MARKED_KEY not in text and ORG_ID not in text
+
+
+CASES = {
+    "chat": [*RAW_SDK],
+    "chat-stream": [*RAW_SDK, "--stream"],
+    "responses": [*RAW_SDK, "--responses"],
+    "responses-stream": [*RAW_SDK, "--responses", "--stream"],
+    "openai-agents": [*AGENTS],
+    "openai-agents-chat": [*AGENTS, "--chat"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_program_recorded_through_the_proxy_is_served_back_with_the_upstream_gone(
+    tmp_path: Path, case: str
+) -> None:
+    cassette = tmp_path / "weather.yaml"
+    with served(WEATHER, "--once") as (upstream, upstream_url):
+        done = proxied(cassette, upstream_url, *CASES[case])
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "It is sunny in Paris."
+        assert upstream.wait(timeout=20) == 0  # the upstream saw the whole script: nothing was lost
+    assert "recorded 2 exchanges" in done.stderr
+    assert_no_secret(cassette)
+    recorded = read_cassette(cassette)
+    assert [i.request.path for i in recorded.interactions] in (
+        ["/v1/chat/completions"] * 2,
+        ["/v1/responses"] * 2,
+    )
+    with served(cassette, "--once") as (server, base_url):
+        again = program(base_url, *CASES[case])
+        assert again.returncode == 0, again.stderr
+        assert again.stdout == done.stdout
+        assert server.wait(timeout=20) == 0
+        assert server.stderr is not None
+        assert "2 of 2 interactions played" in server.stderr.read()
+
+
+def test_a_changed_prompt_gets_a_400_naming_the_json_path(tmp_path: Path) -> None:
+    cassette = tmp_path / "weather.yaml"
+    with served(WEATHER, "--once") as (_, upstream_url):
+        assert proxied(cassette, upstream_url, *RAW_SDK).returncode == 0
+    with served(cassette, "--once") as (server, base_url):
+        body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "Weather in Rome?"}]}
+        request = urllib.request.Request(
+            f"{base_url}/chat/completions", json.dumps(body).encode(), {"content-type": "application/json"}
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)
+        assert refused.value.code == 400
+        error = json.loads(refused.value.read())["error"]
+        assert error["type"] == "sim_replay_mismatch"
+        assert error["message"].startswith('sim serve: turn 1: messages[0].content: recorded "What is the')
+        assert error["message"].endswith('!= now "Weather in Rome?"')
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=20) == 1
+        assert server.stderr is not None
+        said = server.stderr.read()
+    assert "messages[0].content" in said
+    assert "interaction 0 never requested: POST /v1/chat/completions" in said
+
+
+SLOW = """
+name: slow
+description: a streamed answer whose chunks come 0.3 s apart
+prompt: Tell me slowly.
+replies:
+  - content: "one two three four five six seven eight"
+    latency: {between_chunks: 0.3}
+  - content: fast
+"""
+
+
+def test_streamed_chunks_pass_through_the_proxy_as_they_arrive(tmp_path: Path) -> None:
+    scenario = tmp_path / "slow.yaml"
+    scenario.write_text(SLOW)
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "Tell me slowly."}]}
+    with (
+        served(scenario) as (_, upstream_url),
+        proxying(tmp_path / "c.yaml", upstream_url) as (proxy, proxy_url),
+    ):
+        started = time.perf_counter()
+        with httpx2.stream("POST", f"{proxy_url}/chat/completions", json=body, timeout=30) as response:
+            pieces = response.iter_bytes()
+            first = next(pieces)
+            first_at = time.perf_counter() - started
+            rest = b"".join(pieces)
+            last_at = time.perf_counter() - started
+        proxy.send_signal(signal.SIGINT)
+        assert proxy.wait(timeout=20) == 0
+    assert first.startswith(b"data: ")
+    assert b"[DONE]" in rest
+    # the upstream needs several gaps of 0.3 s; the first chunk came long before it sent the last
+    assert last_at >= 1.5
+    assert first_at < last_at - 1.2
+    recorded = read_cassette(tmp_path / "c.yaml").interactions[0].response
+    assert recorded.body == first + rest
+
+
+def test_sigterm_mid_stream_writes_only_whole_exchanges_and_sigkill_writes_nothing(tmp_path: Path) -> None:
+    scenario = tmp_path / "slow.yaml"
+    scenario.write_text(SLOW)
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "Tell me slowly."}]}
+    for stop in (signal.SIGTERM, signal.SIGINT, signal.SIGKILL):
+        cassette = tmp_path / f"{stop.name}.yaml"
+        with (
+            served(scenario, "--cycle") as (_, upstream_url),
+            proxying(cassette, upstream_url) as (proxy, proxy_url),
+        ):
+            finished: list[bytes] = []
+
+            def stream(finished: list[bytes] = finished) -> None:
+                try:
+                    with httpx2.stream(
+                        "POST", f"{proxy_url}/chat/completions", json=body, timeout=30
+                    ) as reply:
+                        finished.append(b"".join(reply.iter_bytes()))
+                except httpx2.RemoteProtocolError:  # SIGKILL cut the answer off
+                    pass
+
+            client = threading.Thread(target=stream)
+            client.start()
+            time.sleep(0.8)  # mid-stream: a few chunks are through
+            proxy.send_signal(stop)
+            proxy.wait(timeout=30)
+            client.join(timeout=30)
+        leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(f".{cassette.name}")]
+        assert leftovers == []
+        if stop == signal.SIGKILL:
+            assert not cassette.exists()
+            continue
+        # a graceful stop lets the answer in flight finish: it is written whole, or not at all
+        interactions = read_cassette(cassette).interactions
+        assert len(interactions) == len(finished) == 1
+        assert interactions[0].response.body == finished[0]
+        assert interactions[0].response.body.rstrip().endswith(b"data: [DONE]")
+        assert_no_secret(cassette)
+
+
+KEY_SPOKEN = f"""
+name: spoken key
+description: the model spells out the upstream key and the organization id, in a streamed answer
+prompt: What is my key?
+replies:
+  - content: "Your key is {MARKED_KEY} and your org is {ORG_ID}, word by word."
+"""
+
+
+def test_secrets_in_streamed_pieces_and_headers_are_never_written(tmp_path: Path) -> None:
+    scenario = tmp_path / "key.yaml"
+    scenario.write_text(KEY_SPOKEN)
+    cassette = tmp_path / "c.yaml"
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": f"Is {MARKED_KEY} mine?"}]}
+    with served(scenario) as (_, upstream_url), proxying(cassette, upstream_url) as (proxy, proxy_url):
+        headers = {"authorization": f"Bearer {MARKED_KEY}", "cookie": f"session={MARKED_KEY}"}
+        streamed = httpx2.post(f"{proxy_url}/chat/completions", json=body, headers=headers, timeout=30)
+        events = [json.loads(line[6:]) for line in streamed.text.splitlines() if line.startswith("data: {")]
+        said = "".join(e["choices"][0]["delta"].get("content") or "" for e in events if e["choices"])
+        assert MARKED_KEY in said and MARKED_KEY not in streamed.text  # the key came in pieces
+        proxy.send_signal(signal.SIGTERM)
+        assert proxy.wait(timeout=20) == 0
+    assert_no_secret(cassette)
+    assert "<redacted>" in cassette.read_text()
+
+
+def test_concurrent_requests_are_all_recorded_whole(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.yaml"
+    with (
+        served(WEATHER, "--cycle") as (_, upstream_url),
+        proxying(cassette, upstream_url) as (proxy, proxy_url),
+    ):
+        bodies = [
+            {
+                "model": "m",
+                "stream": n % 2 == 0,
+                "messages": [{"role": "user", "content": f"question {n}"}],
+            }
+            for n in range(8)
+        ]
+        answers: list[int] = []
+
+        def ask(body: dict[str, object]) -> None:
+            answers.append(httpx2.post(f"{proxy_url}/chat/completions", json=body, timeout=30).status_code)
+
+        threads = [threading.Thread(target=ask, args=(body,)) for body in bodies]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=30)
+        proxy.send_signal(signal.SIGINT)
+        assert proxy.wait(timeout=20) == 0
+    assert answers == [200] * 8
+    interactions = read_cassette(cassette).interactions
+    questions = sorted(json.loads(i.request.body or b"")["messages"][0]["content"] for i in interactions)
+    assert questions == [f"question {n}" for n in range(8)]
+
+
+def test_the_proxy_refuses_bad_use_in_one_line(tmp_path: Path) -> None:
+    existing = tmp_path / "exists.yaml"
+    existing.write_text("interactions: []\n")
+    cases = [
+        (["proxy", str(existing), "--upstream", "http://127.0.0.1:9/v1"], proxy_environment(),
+         "cassette exists"),
+        (["proxy", str(tmp_path / "c.yaml"), "--upstream", "ftp://example/v1"], proxy_environment(),
+         "--upstream must be an http(s) URL"),
+        (["proxy", str(tmp_path / "c.yaml"), "--upstream", "http://127.0.0.1:9/v1"],
+         {**proxy_environment(), "OPENAI_API_KEY": "short"}, "at least 8"),
+    ]  # fmt: skip
+    for args, environment, said in cases:
+        done = subprocess.run(
+            [*SIM, *args],
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            cwd=tmp_path,
+        )
+        assert done.returncode == 2, done.stderr
+        assert said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert existing.read_text() == "interactions: []\n"
+
+
+def test_an_unreachable_upstream_is_a_502_and_a_missing_command_exits_127(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.yaml"
+    with sim_process("proxy", str(cassette), "--upstream", "http://127.0.0.1:9/v1", "--port", "0",
+                     environment=proxy_environment()) as (proxy, proxy_url):  # fmt: skip
+        refused = httpx2.post(f"{proxy_url}/chat/completions", json={"model": "m"}, timeout=30)
+        assert refused.status_code == 502
+        assert refused.json()["error"]["type"] == "sim_upstream_error"
+        proxy.send_signal(signal.SIGINT)
+        assert proxy.wait(timeout=20) == 1
+        assert proxy.stderr is not None
+        assert "not written" in proxy.stderr.read()
+    assert not cassette.exists()
+    done = proxied(cassette, "http://127.0.0.1:9/v1", "no-such-program-sim-test")
+    assert done.returncode == 127
+    assert "cannot run no-such-program-sim-test" in done.stderr
+
+
+def test_the_command_gets_the_proxy_and_a_placeholder_key_and_its_exit_code_is_kept(tmp_path: Path) -> None:
+    script = "import os, sys; print(os.environ['OPENAI_BASE_URL'], os.environ['OPENAI_API_KEY']," \
+             " os.environ.get('OPENAI_ORG_ID')); sys.exit(3)"  # fmt: skip
+    done = proxied(tmp_path / "c.yaml", "http://127.0.0.1:9/v1", sys.executable, "-c", script)
+    assert done.returncode == 3
+    url, key, org = done.stdout.split()
+    assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
+    assert key == "sk-sim-proxy-placeholder" and org == "None"
+    assert MARKED_KEY not in done.stdout + done.stderr
