@@ -6,6 +6,11 @@ number of requests at a fixed concurrency), so both share the machine's 2 cores 
 servers would in a test suite. Chat Completions and the Responses API, non-streamed and streamed (SSE)
 replies; requests/s and p50/p99 latency, medians of `--repeats` rounds.
 
+Two more tables: `sim serve CASSETTE` against `sim serve SCENARIO` answering the same 100-turn session
+(recorded through `sim proxy`; a fresh server each round, the requests sent in order as the conversation
+sends them), and the latency `sim proxy` adds per request over a local upstream (the same request sent
+directly and through the proxy, one at a time).
+
 Run: python bench/serve.py [--requests 2000] [--concurrency 16] [--repeats 3]
 """
 
@@ -14,6 +19,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -22,6 +29,8 @@ import time
 from pathlib import Path
 
 import httpx2
+
+SIM = [sys.executable, "-m", "sim.cli"]
 
 SCENARIO = """
 name: bench
@@ -115,6 +124,133 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
+LONG_SESSION_TURNS = 100
+
+
+def long_scenario(turns: int) -> str:
+    """A scenario of `turns` replies: a weather call each turn, then the answer."""
+    calls = "".join(
+        f"  - tool_calls: [{{id: call_{n}, name: get_weather, arguments: {{city: City {n}}}}}]\n"
+        for n in range(turns - 1)
+    )
+    return f"name: long\nprompt: Weather everywhere?\nreplies:\n{calls}  - content: Sunny everywhere.\n"
+
+
+def record_long_session(folder: Path) -> tuple[Path, Path]:
+    """The long scenario, and a cassette of a raw SDK loop playing it through `sim proxy`."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from openai import OpenAI
+
+    from examples.frameworks.raw_sdk_weather import run_chat
+
+    scenario, cassette = folder / "long.yaml", folder / "long.cassette.yaml"
+    scenario.write_text(long_scenario(LONG_SESSION_TURNS))
+    upstream, upstream_url = start([*SIM, "serve", str(scenario), "--port", "0", "--once"])
+    environment = {**os.environ, "OPENAI_API_KEY": "sk-bench-upstream-key"}
+    proxy = subprocess.Popen(
+        [*SIM, "proxy", str(cassette), "--upstream", upstream_url, "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment,
+    )  # fmt: skip
+    assert proxy.stdout is not None
+    proxy_url = proxy.stdout.readline().strip().split("=", 1)[1]
+    with OpenAI(base_url=proxy_url, api_key="sk-bench", max_retries=0) as client:
+        assert run_chat(client, "Weather everywhere?", max_turns=LONG_SESSION_TURNS) == "Sunny everywhere."
+    proxy.send_signal(signal.SIGINT)
+    proxy.wait(timeout=30)
+    upstream.wait(timeout=30)
+    return scenario, cassette
+
+
+async def conversation(base_url: str, bodies: list[bytes]) -> float:
+    """Seconds to send `bodies` in order, each after the answer to the one before."""
+    async with httpx2.AsyncClient(base_url=base_url, timeout=30) as client:
+        began = time.perf_counter()
+        for body in bodies:
+            response = await client.post(
+                "/chat/completions", content=body, headers={"content-type": "application/json"}
+            )
+            assert response.status_code == 200, response.text
+        return time.perf_counter() - began
+
+
+def serve_cassette_rows(folder: Path, repeats: int) -> None:
+    scenario, cassette = record_long_session(folder)
+    from sim.cassette.reader import read_cassette
+    from sim.cassette.writer import without_layout
+
+    # what the program sent: the SDK's compact JSON (the cassette lays it out for reading)
+    bodies = [
+        without_layout((i.request.body or b"").decode()).encode()
+        for i in read_cassette(cassette).interactions
+    ]
+    print(f"\n{len(bodies)}-turn session, requests in conversation order; medians of {repeats} fresh servers")
+    print("| served from | requests/s | ratio |")
+    print("|---|---:|---:|")
+    rates = {}
+    for name, served in (("sim serve SCENARIO", scenario), ("sim serve CASSETTE", cassette)):
+        rounds = []
+        for _ in range(repeats):
+            process, base_url = start([*SIM, "serve", str(served), "--port", "0", "--once"])
+            try:
+                rounds.append(len(bodies) / asyncio.run(conversation(base_url, bodies)))
+            finally:
+                process.wait(timeout=30)
+        rates[name] = statistics.median(rounds)
+    reference = rates["sim serve SCENARIO"]
+    for name, rate in rates.items():
+        print(f"| {name} | {rate:,.0f} | {rate / reference:.0%} |")
+
+
+async def one_at_a_time(base_url: str, total: int, stream: bool) -> list[float]:
+    body = request_body("chat", stream)
+    latencies = []
+    async with httpx2.AsyncClient(base_url=base_url, timeout=30) as client:
+        for _ in range(total):
+            started = time.perf_counter()
+            response = await client.post(
+                "/chat/completions", content=body, headers={"content-type": "application/json"}
+            )
+            await response.aread()
+            assert response.status_code == 200, response.text
+            latencies.append(time.perf_counter() - started)
+    return latencies
+
+
+def proxy_rows(folder: Path, requests: int, repeats: int) -> None:
+    scenario = folder / "bench.yaml"
+    upstream, upstream_url = start([*SIM, "serve", str(scenario), "--port", "0", "--cycle"])
+    environment = {**os.environ, "OPENAI_API_KEY": "sk-bench-upstream-key"}
+    command = [*SIM, "proxy", str(folder / "proxied.yaml"), "--upstream", upstream_url, "--port", "0"]
+    proxy = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment
+    )
+    assert proxy.stdout is not None
+    proxy_url = proxy.stdout.readline().strip().split("=", 1)[1]
+    print(f"\nlatency sim proxy adds, local upstream: {requests} requests one by one, medians of {repeats}")
+    print("| reply | direct p50 ms | proxied p50 ms | added p50 ms | added p99 ms |")
+    print("|---|---:|---:|---:|---:|")
+    try:
+        for stream in (False, True):
+            asyncio.run(one_at_a_time(proxy_url, 100, stream))  # warm up
+            direct, proxied = [], []
+            for _ in range(repeats):
+                direct.append(asyncio.run(one_at_a_time(upstream_url, requests, stream)))
+                proxied.append(asyncio.run(one_at_a_time(proxy_url, requests, stream)))
+            p50 = [
+                statistics.median(percentile(lat, 0.5) for lat in runs) * 1000 for runs in (direct, proxied)
+            ]
+            p99 = [
+                statistics.median(percentile(lat, 0.99) for lat in runs) * 1000 for runs in (direct, proxied)
+            ]
+            kind = "SSE" if stream else "JSON"
+            print(f"| {kind} | {p50[0]:.2f} | {p50[1]:.2f} | {p50[1] - p50[0]:.2f} | {p99[1] - p99[0]:.2f} |")
+    finally:
+        proxy.send_signal(signal.SIGINT)
+        proxy.wait(timeout=60)
+        upstream.terminate()
+        upstream.wait(timeout=10)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=2000)
@@ -125,7 +261,7 @@ def main() -> None:
         scenario = Path(folder) / "bench.yaml"
         scenario.write_text(SCENARIO)
         servers = {
-            "sim serve": [sys.executable, "-m", "sim.cli", "serve", str(scenario), "--port", "0", "--cycle"],
+            "sim serve": [*SIM, "serve", str(scenario), "--port", "0", "--cycle"],
             "bare Starlette (reference)": [sys.executable, "-c", REFERENCE, json.dumps(FIXED_REPLY)],
         }
         rounds_said = f"{options.requests} requests a round, concurrency {options.concurrency}"
@@ -150,6 +286,8 @@ def main() -> None:
             finally:
                 process.terminate()
                 process.wait(timeout=10)
+        serve_cassette_rows(Path(folder), options.repeats)
+        proxy_rows(Path(folder), min(options.requests, 1000), options.repeats)
 
 
 if __name__ == "__main__":

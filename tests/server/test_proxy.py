@@ -1,6 +1,7 @@
 """`sim proxy` recording programs as real subprocesses, with `sim serve SCENARIO` on 127.0.0.1 standing in
 for the live API (tests never reach the internet), and `sim serve CASSETTE` playing the recording back to
-the same programs with the upstream gone."""
+the same programs with the upstream gone (each framework's agent goes the same way in
+`tests/examples/test_framework_guides.py`)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,6 @@ from tests.server.processes import MARKED_KEY, ROOT, SIM, program, served, sim_p
 
 WEATHER = ROOT / "examples" / "frameworks" / "weather.yaml"
 RAW_SDK = [sys.executable, "examples/frameworks/raw_sdk_weather.py"]
-AGENTS = [sys.executable, "examples/frameworks/agents_weather.py"]
 ORG_ID = "org-marked0123456789"
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses POSIX signals")
@@ -64,8 +64,6 @@ CASES = {
     "chat-stream": [*RAW_SDK, "--stream"],
     "responses": [*RAW_SDK, "--responses"],
     "responses-stream": [*RAW_SDK, "--responses", "--stream"],
-    "openai-agents": [*AGENTS],
-    "openai-agents-chat": [*AGENTS, "--chat"],
 }
 
 

@@ -1,0 +1,108 @@
+"""The README's framework guide, run: each framework's weather agent in `examples/frameworks/` (a) against
+`sim serve SCENARIO`, (b) recorded with `sim proxy ... -- python agent.py` and replayed with `sim serve
+CASSETTE` and (c) replayed inside pytest by the marker (fuzzing them, (d), is in
+`tests/testing/test_framework_targets.py`). The
+frameworks are test extras; every agent runs as its own process, as its user would start it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.server.processes import MARKED_KEY, ROOT, SIM, program, served
+
+FRAMEWORKS = ROOT / "examples" / "frameworks"
+WEATHER = FRAMEWORKS / "weather.yaml"
+AGENTS = {
+    "openai-agents": ["agents_weather.py"],
+    "openai-agents-chat": ["agents_weather.py", "--chat"],
+    "pydantic-ai": ["pydantic_ai_weather.py"],
+    "langchain": ["langchain_weather.py"],
+}
+APIS = {
+    "openai-agents": "responses",
+    "openai-agents-chat": "chat",
+    "pydantic-ai": "responses",
+    "langchain": "chat",
+}
+ANSWER = "It is sunny in Paris.\n"
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses POSIX signals")
+
+
+def agent(name: str) -> list[str]:
+    script, *options = AGENTS[name]
+    return [sys.executable, str(FRAMEWORKS / script), *options]
+
+
+@pytest.mark.parametrize("name", sorted(AGENTS))
+def test_a_served_scenario_then_a_proxied_recording_served_back(tmp_path: Path, name: str) -> None:
+    with served(WEATHER, "--once") as (server, base_url):
+        done = program(base_url, *agent(name))
+        assert (done.returncode, done.stdout) == (0, ANSWER), done.stderr
+        assert server.wait(timeout=20) == 0
+        assert server.stderr is not None
+        assert f"({APIS[name]} 2)" in server.stderr.read()  # the API the framework speaks by default
+
+    cassette = tmp_path / "weather.cassette.yaml"
+    with served(WEATHER, "--once") as (upstream, upstream_url):
+        recording = subprocess.run(
+            [*SIM, "proxy", str(cassette), "--upstream", upstream_url, "--port", "0", "--", *agent(name)],
+            env={**os.environ, "OPENAI_API_KEY": MARKED_KEY},
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+        assert (recording.returncode, recording.stdout) == (0, ANSWER), recording.stderr
+        assert upstream.wait(timeout=20) == 0
+    assert MARKED_KEY not in cassette.read_text()
+
+    with served(cassette, "--once") as (server, base_url):
+        again = program(base_url, *agent(name))
+        assert (again.returncode, again.stdout) == (0, ANSWER), again.stderr
+        assert server.wait(timeout=20) == 0
+
+
+def test_the_marker_replays_every_framework_offline() -> None:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "examples/frameworks/test_weather.py",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "6 passed" in done.stdout
+
+
+def test_the_marker_records_every_framework_again_into_fresh_cassettes(tmp_path: Path) -> None:
+    copy = tmp_path / "test_weather.py"
+    copy.write_text((FRAMEWORKS / "test_weather.py").read_text())
+    with served(WEATHER, "--cycle") as (_, base_url):
+        environment = {**os.environ, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": MARKED_KEY,
+                       "PYTHONPATH": str(ROOT)}  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", str(copy), "-q", "-p", "no:cacheprovider", "--sim-record=all",
+             "--rootdir", str(tmp_path)],
+            cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    written = sorted(tmp_path.glob("cassettes/test_weather/*.yaml"))
+    assert len(written) == 6
+    assert all(MARKED_KEY not in path.read_text() for path in written)
