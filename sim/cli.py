@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
-from functools import partial
 from importlib.metadata import version
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Protocol, TypeVar
@@ -37,16 +35,13 @@ from sim.core.loop import DEFAULT_MAX_TURNS, AgentRunner, RunEnding
 from sim.core.messages import CHAT_MESSAGES
 from sim.core.tools import ToolRegistry
 from sim.core.transcript import describe, turns
-from sim.reports.build import checked, fuzzed, played, replayed, shown
-from sim.reports.html import Report, write_report
+from sim.fuzz_command import fuzz
+from sim.reports.build import checked, played, replayed, shown
 from sim.scenario.loader import load_scenario, scenario_files
 from sim.scenario.outline import outline
 from sim.scenario.player import PlayReport, Via, play_file
 from sim.serving_commands import proxy, serve
-from sim.terminal import err, open_one, out, usage_error
-from sim.testing.campaign import ExampleRun, FuzzReport, save_counterexample
-from sim.testing.campaign import fuzz as fuzz_campaign
-from sim.testing.target import fuzz_target, load_target
+from sim.terminal import JsonFlag, PlayVia, ReportFile, err, open_one, out, usage_error, write_report_if_asked
 from sim.tools.shell import shell_tool
 
 app = typer.Typer(
@@ -59,17 +54,6 @@ app = typer.Typer(
 PROGRESS_FROM_FILES = 20
 
 Paths = Annotated[list[Path], typer.Argument(help="Scenario files, or folders searched recursively.")]
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
-ReportFile = Annotated[
-    Path | None, typer.Option("--report", help="Also write one self-contained HTML page of the run here.")
-]
-
-
-def _write_report(path: Path | None, page: Callable[[], Report]) -> None:
-    """Write the HTML report, when one was asked for."""
-    if path is not None:
-        write_report(path, page())
-        err.print(f"report: {path}", markup=False)
 
 
 def _print_version(value: bool) -> None:
@@ -98,13 +82,6 @@ def _files(paths: list[Path]) -> list[Path]:
     return files
 
 
-class PlayVia(StrEnum):
-    """How `sim play` reaches the scripted model."""
-
-    direct = "direct"
-    sdk = "sdk"
-
-
 @app.command()
 def play(
     paths: Paths,
@@ -130,7 +107,7 @@ def play(
         return play_file(path, via=mode, stream=stream, api=api, chain=chain)
 
     reports = _each(_files(paths), "playing", one, as_json)
-    _write_report(report, lambda: played(reports))
+    write_report_if_asked(report, lambda: played(reports))
     _verdicts(reports, [f"{r.outcome}, {turns(r.turns)}" for r in reports], verbose, as_json)
 
 
@@ -218,7 +195,7 @@ def check(
         except ScenarioError as error:
             results.append({"path": str(path), "kind": "scenario", "valid": False, "findings": [str(error)]})
     invalid = [result for result in results if not result["valid"]]
-    _write_report(report, lambda: checked(results))
+    write_report_if_asked(report, lambda: checked(results))
     if as_json:
         out.print_json(json.dumps(results))
     else:
@@ -252,7 +229,7 @@ def show(
     )
     for line in lines:
         out.print(line, markup=False)
-    _write_report(html, lambda: shown(str(file), lines))
+    write_report_if_asked(html, lambda: shown(str(file), lines))
 
 
 @app.command()
@@ -267,7 +244,7 @@ def replay(
     """Replay recorded sessions offline (no key, no network, no command run); compare with the recording."""
     reports = _each(_files(paths), "replaying", replay_file, as_json)
     details = [f"{r.outcome}, {turns(r.turns)}, {r.interactions} interactions" for r in reports]
-    _write_report(report, lambda: replayed(reports))
+    write_report_if_asked(report, lambda: replayed(reports))
     _verdicts(reports, details, verbose, as_json)
 
 
@@ -479,75 +456,7 @@ def _report(runner: AgentRunner, ending: RunEnding, as_json: bool, scrubber: Scr
         raise typer.Exit(2 if isinstance(error, ConfigurationError) else 1)
 
 
-@app.command()
-def fuzz(
-    examples: Annotated[
-        int, typer.Option(help="Scenarios to draw (more run while a failure shrinks).")
-    ] = 200,
-    seed: Annotated[
-        int, typer.Option(help="The campaign's seed: the same seed draws the same scenarios.")
-    ] = 0,
-    via: Annotated[
-        PlayVia, typer.Option(help="direct: scripted model; sdk: real SDK against the simulator.")
-    ] = (PlayVia.direct),
-    save: Annotated[Path, typer.Option(help="Where a failing scenario is written.")] = Path("fuzz-failures"),
-    target: Annotated[
-        str | None,
-        typer.Option(help="Fuzz your own loop instead: MODULE:FUNC, called as FUNC(client, prompt)."),
-    ] = None,
-    as_json: JsonFlag = False,
-    html_report: ReportFile = None,
-) -> None:
-    """Fuzz the loop's invariants with hostile model behaviour; save the smallest failing scenario."""
-    if examples < 1:
-        raise usage_error("--examples must be at least 1")
-    function = None
-    if target is not None:
-        try:
-            function = load_target(target)
-        except ConfigurationError as error:
-            raise usage_error(str(error)) from None
-    with Progress(console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
-        advance = partial(bar.advance, bar.add_task("fuzzing", total=examples))
-        if function is not None:
-            runs, scenario, violations = fuzz_target(function, examples=examples, seed=seed, on_run=advance)
-            report = FuzzReport(runs=runs)
-            if scenario is not None:
-                report.failure = ExampleRun(scenario, RunEnding(None, None), violations)
-                report.saved = save_counterexample(report.failure, save, seed)
-        else:
-            report = fuzz_campaign(examples=examples, seed=seed, via=via.value, save_dir=save, on_run=advance)
-    _write_report(html_report, lambda: fuzzed(report, target))
-    violations = report.failure.violations if report.failure else []
-    if as_json:
-        summary = {
-            "runs": report.runs,
-            "outcomes": dict(report.outcomes),
-            "tool_results": dict(report.error_codes),
-            "violations": [{"invariant": v.invariant, "detail": v.detail} for v in violations],
-            "saved": str(report.saved) if report.saved else None,
-        }
-        out.print_json(json.dumps(summary))
-    elif target is not None:
-        out.print(f"{report.runs} runs of {target}", markup=False)
-    else:
-        out.print(f"{report.runs} runs; outcomes: {_counts(report.outcomes)}", markup=False)
-        out.print(f"tool results: {_counts(report.error_codes)}", markup=False)
-    if violations:
-        if not as_json:
-            for violation in violations:
-                out.print(Text(f"! {violation}", style="red"))
-            again = f"sim serve {report.saved}, then your loop" if target else f"sim play {report.saved}"
-            out.print(f"smallest failing scenario: {report.saved} (to reproduce it: {again})", markup=False)
-        raise typer.Exit(1)
-    if not as_json:
-        out.print(Text("every invariant held", style="green"))
-
-
-def _counts(counter: Counter[str]) -> str:
-    return ", ".join(f"{name} {count}" for name, count in counter.most_common()) or "none"
-
-
+app.command()(fuzz)
 app.command()(serve)
 app.command()(proxy)
 

@@ -1,21 +1,42 @@
-"""What every `sim` command shares on the terminal: the two consoles, one-line usage errors (exit 2), and
-reading the one file a command takes."""
+"""What the `sim` commands share on the terminal: the two consoles, the common options, one-line usage errors
+(exit 2), reading the one file a command takes, and writing the HTML report asked for."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
-from typing import TypeVar
+from typing import Annotated, TypeVar
 
 import typer
 from rich.console import Console
 
 from sim.core.errors import AgentError
+from sim.reports.html import Report, write_report
 
 _Read = TypeVar("_Read")
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for machines.")]
+ReportFile = Annotated[
+    Path | None, typer.Option("--report", help="Also write one self-contained HTML page of the run here.")
+]
+
+
+class PlayVia(StrEnum):
+    """How `sim play` and `sim fuzz` reach the scripted model."""
+
+    direct = "direct"
+    sdk = "sdk"
+
+
+def write_report_if_asked(path: Path | None, page: Callable[[], Report]) -> None:
+    """Write the HTML report, when one was asked for."""
+    if path is not None:
+        write_report(path, page())
+        err.print(f"report: {path}", markup=False)
 
 
 def usage_error(message: str) -> typer.Exit:

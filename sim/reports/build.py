@@ -12,6 +12,8 @@ from sim.reports.html import Report, divergence, section
 from sim.scenario.player import PlayReport
 from sim.testing.campaign import FuzzReport
 from sim.testing.strategies import describe
+from sim.testing.target import TargetCampaign
+from sim.testing.target import describe as describe_reply
 
 
 def played(reports: Sequence[PlayReport], title: str = "sim play") -> Report:
@@ -61,6 +63,29 @@ def fuzzed(report: FuzzReport, target: str | None) -> Report:
     page.sections.append(
         section(str(report.saved or "counterexample"), False, "counterexample", broken, script)
     )
+    return page
+
+
+def fuzzed_target(campaign: TargetCampaign) -> Report:
+    """A campaign against someone's loop: its tally, what the target raised, and the smallest failing run
+    with what it found and how to replay it."""
+    page = Report(f"sim fuzz --target {campaign.target}")
+    page.notes.append(f"{campaign.runs} runs ({campaign.profile} profile), {campaign.requests} requests,"
+                      f" {campaign.round_trips} tool calls answered")  # fmt: skip
+    raised = ", ".join(f"{name} {count}" for name, count in campaign.raised.most_common()) or "nothing"
+    page.notes.append(f"the target raised: {raised}")
+    if vacuous := campaign.vacuous():
+        page.notes.append(f"nothing was tested: {vacuous}")
+    failure = campaign.failure
+    if failure is None:
+        if not vacuous:
+            page.notes.append("every invariant held")
+        return page
+    again = f"sim fuzz --target {campaign.target} --replay {campaign.saved}"
+    page.notes.append(f"smallest failing run: {campaign.saved}; to reproduce it: {again}")
+    script = [f"request {number}: {describe_reply(spec)}" for number, spec in failure.simulator.served]
+    broken = tuple(str(violation) for violation in campaign.violations)
+    page.sections.append(section(str(campaign.saved or "failing run"), False, "failing run", broken, script))
     return page
 
 

@@ -82,6 +82,10 @@ class Simulator:
         """Requests received per API (`chat`, `responses`)."""
         self.problems: list[str] = []
         self.answered = 0
+        self.served: MutableSequence[tuple[int, ScriptedReplySpec]] = (
+            deque(maxlen=len(self.steps)) if cycle else []
+        )
+        """Each request answered from the script (by its number) with the reply it got."""
         protocols: list[WireProtocol] = [ChatProtocol(), ResponsesProtocol()]
         routes = [Route(path, self._endpoint(p), methods=["POST"]) for p in protocols for path in p.paths]
         self.paths = [route.path for route in routes]
@@ -153,26 +157,37 @@ class Simulator:
         if (problem := protocol.check(decoded)) is not None:
             self.problems.append(f"request {number}: {problem}")
             return api_error(400, f"Invalid request: {problem}", code="sim_reasoning_changed")
-        if self.consumed and not self.cycle:
-            problem = (
-                f"scenario {self.scenario.name} has no reply left for request {number}"
-                f" (it scripts {len(self.steps)})"
-            )
-            self.problems.append(problem)
-            return api_error(400, problem, code="sim_script_exhausted")
+        asked = Asked(body, decoded, number)
+        step = await self.next_step(asked)
+        if isinstance(step, Response):
+            return step
         self.requests.append(decoded)
+        self.served.append((number, step[0]))
         index = self.answered % len(self.steps)
         self.answered += 1
-        response = await self._answer(protocol, index, decoded, body, number)
+        response = await self._answer(protocol, index, step, asked)
         if self.on_consumed is not None and self.consumed:  # whatever the last answer was
             response.background = BackgroundTask(self.on_consumed)
         return response
 
+    async def next_step(self, asked: Asked) -> tuple[ScriptedReplySpec, ModelReply] | Response:
+        """The scripted reply that answers `asked`, or the error response when the script is used up (a
+        subclass may draw it instead)."""
+        if self.consumed and not self.cycle:
+            problem = (
+                f"scenario {self.scenario.name} has no reply left for request {asked.number}"
+                f" (it scripts {len(self.steps)})"
+            )
+            self.problems.append(problem)
+            return api_error(400, problem, code="sim_script_exhausted")
+        return self.steps[self.answered % len(self.steps)]
+
     async def _answer(
-        self, protocol: WireProtocol, index: int, decoded: ModelRequest, body: dict[str, Any], number: int
+        self, protocol: WireProtocol, index: int, step: tuple[ScriptedReplySpec, ModelReply], asked: Asked
     ) -> Response:
         """The response to scripted reply `index`: an expectation failure, an error, or the reply."""
-        spec, reply = self.steps[index]
+        spec, reply = step
+        decoded, body, number = asked.decoded, asked.body, asked.number
         if spec.expect_request is not None and not self.cycle:
             differences = check_request(f"replies[{index}].expect_request", spec.expect_request, decoded)
             if differences:
@@ -188,7 +203,6 @@ class Simulator:
         stream = bool(body.get("stream"))
         if not stream and latency.first_byte:
             await asyncio.sleep(latency.first_byte)
-        asked = Asked(body, decoded, number)
         if spec.error is not None and spec.error.in_stream and stream:
             error = {"message": spec.error.message, "type": spec.error.type or "server_error",
                      "code": spec.error.code}  # fmt: skip

@@ -1,0 +1,191 @@
+"""`sim fuzz`: a hypothesis campaign over our own loop's invariants, or over anyone's loop (`--target`)
+with replies drawn from the tools it offers; `--replay` plays a saved failing run to the target again."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from functools import partial
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import Progress
+from rich.text import Text
+
+from sim.cassette.writer import to_yaml, write_atomically
+from sim.core.errors import ConfigurationError
+from sim.reports.build import fuzzed, fuzzed_target
+from sim.scenario.loader import load_scenario
+from sim.terminal import JsonFlag, PlayVia, ReportFile, err, open_one, out, usage_error, write_report_if_asked
+from sim.testing.campaign import fuzz as fuzz_campaign
+from sim.testing.invariants import Violation
+from sim.testing.replies import Profile
+from sim.testing.target import (
+    BOUND,
+    Target,
+    TargetCampaign,
+    findings,
+    fuzz_target,
+    load_target,
+    replay_target,
+)
+
+
+def counts(counter: Counter[str]) -> str:
+    """`name count, ...`, most common first, or `none`."""
+    return ", ".join(f"{name} {count}" for name, count in counter.most_common()) or "none"
+
+
+def fuzz(
+    examples: Annotated[int, typer.Option(help="Examples to draw (more run while a failure shrinks).")] = 200,
+    seed: Annotated[int, typer.Option(help="The campaign's seed: the same seed draws the same runs.")] = 0,
+    via: Annotated[
+        PlayVia,
+        typer.Option(help="Our own loop: direct, scripted model; sdk, real SDK against the simulator."),
+    ] = PlayVia.direct,
+    save: Annotated[Path, typer.Option(help="Where a failing scenario is written.")] = Path("fuzz-failures"),
+    target: Annotated[
+        str | None,
+        typer.Option(
+            help="Fuzz your loop instead: MODULE:FUNC, called as FUNC(client) or FUNC(client, prompt)."
+        ),
+    ] = None,
+    profile: Annotated[
+        Profile | None,
+        typer.Option(
+            help="api: only what the real API sends (the default for --target); hostile: everything."
+        ),
+    ] = None,
+    replay: Annotated[
+        Path | None, typer.Option(help="With --target: play this saved failing run to it, once.")
+    ] = None,
+    bound: Annotated[int, typer.Option(help="With --target: requests a run may make.")] = BOUND,
+    as_json: JsonFlag = False,
+    html_report: ReportFile = None,
+) -> None:
+    """Fuzz a loop's invariants with hostile model behaviour; save the smallest failing scenario."""
+    if examples < 1:
+        raise usage_error("--examples must be at least 1")
+    if target is None:
+        if replay is not None:
+            raise usage_error("--replay needs --target (our own loop's failures replay with `sim play FILE`)")
+        if profile is Profile.api:
+            raise usage_error(
+                "our own loop is fuzzed with the hostile profile: its contract covers everything"
+            )
+        _own_loop(examples, seed, via, save, as_json, html_report)
+        return
+    if bound < 1:
+        raise usage_error("--bound must be at least 1")
+    try:
+        function = load_target(target)
+    except ConfigurationError as error:
+        raise usage_error(str(error)) from None
+    if replay is not None:
+        _replay(function, replay, as_json)
+        return
+    chosen = profile or Profile.api
+    with Progress(console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
+        advance = partial(bar.advance, bar.add_task("fuzzing", total=examples))
+        campaign = fuzz_target(
+            function, examples=examples, seed=seed, profile=chosen, bound=bound, on_run=advance
+        )
+    if campaign.failure is not None:
+        campaign.saved = _save(campaign, save, seed)
+    write_report_if_asked(html_report, lambda: fuzzed_target(campaign))
+    vacuous = campaign.vacuous()
+    if as_json:
+        summary = {
+            "runs": campaign.runs,
+            "requests": campaign.requests,
+            "round_trips": campaign.round_trips,
+            "raised": dict(campaign.raised),
+            "violations": [{"invariant": v.invariant, "detail": v.detail} for v in campaign.violations],
+            "saved": str(campaign.saved) if campaign.saved else None,
+            "nothing_tested": vacuous,
+        }
+        out.print_json(json.dumps(summary))
+    else:
+        said = f"{campaign.runs} runs of {target} ({chosen} profile): {campaign.requests} requests,"
+        out.print(f"{said} {campaign.round_trips} tool calls answered", markup=False)
+        out.print(f"raised: {counts(campaign.raised)}", markup=False)
+        _say(campaign.violations)
+        if campaign.saved is not None:
+            again = f"sim fuzz --target {target} --replay {campaign.saved}"
+            out.print(f"smallest failing run: {campaign.saved} (to reproduce it: {again})", markup=False)
+        if vacuous:
+            out.print(Text(f"! nothing was tested: {vacuous}", style="red"))
+        elif not campaign.violations:
+            out.print(Text("every invariant held", style="green"))
+    if campaign.violations or vacuous:
+        raise typer.Exit(1)
+
+
+def _say(violations: list[Violation]) -> None:
+    for violation in violations:
+        out.print(Text(f"! {violation}", style="red"))
+
+
+def _save(campaign: TargetCampaign, folder: Path, seed: int) -> Path:
+    """The failing run's replies as a scenario (its findings in the description)."""
+    assert campaign.failure is not None
+    data = campaign.failure.scenario.model_dump(mode="json", exclude_defaults=True)
+    data["name"] = f"fuzz-target-seed-{seed}"
+    broke = "; ".join(map(str, campaign.violations))
+    drawn = f"sim fuzz --target {campaign.target} ({campaign.profile} profile, seed {seed})"
+    data["description"] = f"Drawn by {drawn}. It found: {broke}"
+    path = folder / f"fuzz-target-seed-{seed}.yaml"
+    write_atomically(path, to_yaml(data))
+    return path
+
+
+def _replay(function: Target, file: Path, as_json: bool) -> None:
+    scenario = open_one(file, load_scenario)
+    run = replay_target(function, scenario)
+    found = findings(run)
+    raised = f"{type(run.raised).__name__}" if run.raised is not None else None
+    if as_json:
+        summary = {"requests": run.simulator.received, "raised": raised,
+                   "violations": [{"invariant": v.invariant, "detail": v.detail} for v in found]}  # fmt: skip
+        out.print_json(json.dumps(summary))
+    else:
+        requests = f"{run.simulator.received} requests"
+        out.print(
+            f"replayed {file} to {function.name}: {requests}; raised: {raised or 'nothing'}", markup=False
+        )
+        _say(found)
+        if not found:
+            out.print(Text("every invariant held", style="green"))
+    if found:
+        raise typer.Exit(1)
+
+
+def _own_loop(
+    examples: int, seed: int, via: PlayVia, save: Path, as_json: bool, html_report: Path | None
+) -> None:
+    with Progress(console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
+        advance = partial(bar.advance, bar.add_task("fuzzing", total=examples))
+        report = fuzz_campaign(examples=examples, seed=seed, via=via.value, save_dir=save, on_run=advance)
+    write_report_if_asked(html_report, lambda: fuzzed(report, None))
+    violations = report.failure.violations if report.failure else []
+    if as_json:
+        summary = {
+            "runs": report.runs,
+            "outcomes": dict(report.outcomes),
+            "tool_results": dict(report.error_codes),
+            "violations": [{"invariant": v.invariant, "detail": v.detail} for v in violations],
+            "saved": str(report.saved) if report.saved else None,
+        }
+        out.print_json(json.dumps(summary))
+    else:
+        out.print(f"{report.runs} runs; outcomes: {counts(report.outcomes)}", markup=False)
+        out.print(f"tool results: {counts(report.error_codes)}", markup=False)
+    if violations:
+        if not as_json:
+            _say(violations)
+            out.print(f"smallest failing scenario: {report.saved} (to reproduce it: sim play {report.saved})",
+                      markup=False)  # fmt: skip
+        raise typer.Exit(1)
+    if not as_json:
+        out.print(Text("every invariant held", style="green"))
