@@ -61,6 +61,10 @@ def fuzz(
         Path | None, typer.Option(help="With --target: play this saved failing run to it, once.")
     ] = None,
     bound: Annotated[int, typer.Option(help="With --target: requests a run may make.")] = BOUND,
+    allow: Annotated[
+        list[str] | None,
+        typer.Option(help="With --target: an exception type it may raise (by name; repeat for more)."),
+    ] = None,
     as_json: JsonFlag = False,
     html_report: ReportFile = None,
 ) -> None:
@@ -83,18 +87,24 @@ def fuzz(
     except ConfigurationError as error:
         raise usage_error(str(error)) from None
     if replay is not None:
-        _replay(function, replay, as_json)
+        _replay(function, replay, tuple(allow or ()), as_json)
         return
     chosen = profile or Profile.api
     with Progress(console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
         advance = partial(bar.advance, bar.add_task("fuzzing", total=examples))
         campaign = fuzz_target(
-            function, examples=examples, seed=seed, profile=chosen, bound=bound, on_run=advance
+            function,
+            examples=examples,
+            seed=seed,
+            profile=chosen,
+            bound=bound,
+            allow=tuple(allow or ()),
+            on_run=advance,
         )
     if campaign.failure is not None:
         campaign.saved = _save(campaign, save, seed)
     write_report_if_asked(html_report, lambda: fuzzed_target(campaign))
-    vacuous = campaign.vacuous()
+    vacuous = None if campaign.violations else campaign.vacuous()
     if as_json:
         summary = {
             "runs": campaign.runs,
@@ -140,10 +150,10 @@ def _save(campaign: TargetCampaign, folder: Path, seed: int) -> Path:
     return path
 
 
-def _replay(function: Target, file: Path, as_json: bool) -> None:
+def _replay(function: Target, file: Path, allow: tuple[str, ...], as_json: bool) -> None:
     scenario = open_one(file, load_scenario)
     run = replay_target(function, scenario)
-    found = findings(run)
+    found = findings(run, allow)
     raised = f"{type(run.raised).__name__}" if run.raised is not None else None
     if as_json:
         summary = {"requests": run.simulator.received, "raised": raised,

@@ -74,11 +74,11 @@ def fuzzed_target(campaign: TargetCampaign) -> Report:
                       f" {campaign.round_trips} tool calls answered")  # fmt: skip
     raised = ", ".join(f"{name} {count}" for name, count in campaign.raised.most_common()) or "nothing"
     page.notes.append(f"the target raised: {raised}")
-    if vacuous := campaign.vacuous():
+    if not campaign.violations and (vacuous := campaign.vacuous()):
         page.notes.append(f"nothing was tested: {vacuous}")
     failure = campaign.failure
     if failure is None:
-        if not vacuous:
+        if not campaign.vacuous():
             page.notes.append("every invariant held")
         return page
     again = f"sim fuzz --target {campaign.target} --replay {campaign.saved}"

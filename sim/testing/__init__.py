@@ -1,2 +1,16 @@
-"""Testing with sim: the pytest plugin (scenario files as tests, cassettes for marked tests) and fuzzing
-(hypothesis strategies, the oracle, the invariants, campaigns against our loop or yours)."""
+"""Testing helpers: the pytest plugin, fuzzing strategies and campaigns, and `fuzz_test` for your suite."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["fuzz_test"]
+
+
+def __getattr__(name: str) -> Any:
+    # imported on first use: the pytest plugin lives in this package and must load fast
+    if name == "fuzz_test":
+        from sim.testing.fuzz_test import fuzz_test
+
+        return fuzz_test
+    raise AttributeError(name)

@@ -275,7 +275,15 @@ def run_once(
     return run
 
 
-def findings(run: TargetRun) -> list[Violation]:
+def allowed(error: BaseException, names: tuple[str, ...]) -> bool:
+    """Whether `error` is of a type named in `names` (its class or any base, by name or qualified name)."""
+    kinds = type(error).__mro__
+    return any(
+        name in (kind.__name__, f"{kind.__module__}.{kind.__qualname__}") for kind in kinds for name in names
+    )
+
+
+def findings(run: TargetRun, allow: tuple[str, ...] = ()) -> list[Violation]:
     """What a run shows about the target, each naming the request and the reply that led to it:
 
     - `pairing` / `append_only`: a request that breaks the API's pairing rules, or does not extend the
@@ -283,7 +291,8 @@ def findings(run: TargetRun) -> list[Violation]:
     - `request_after_final`: a request after a final answer (text, no calls, `stop`);
     - `runaway`: more requests than the bound, or a run that never returned;
     - `crash`: the target raised after a reply the real API can send (an exception after a scripted HTTP
-      error, a body that is not JSON or a cut stream is counted, not a finding).
+      error, a body that is not JSON or a cut stream is counted, not a finding; so is one of a type named
+      in `allow`, the exceptions the target is documented to raise).
     """
     simulator = run.simulator
     found = check_requests(simulator.requests)
@@ -305,7 +314,7 @@ def findings(run: TargetRun) -> list[Violation]:
                 f" ({describe(_reply_to(simulator, finals[0]))})",
             )
         )
-    if run.raised is not None and not found and simulator.served:
+    if run.raised is not None and not found and simulator.served and not allowed(run.raised, allow):
         number, last = simulator.served[-1]
         if kind_of(last) not in COUNTED:
             raised = f"{type(run.raised).__name__}: {_one_line(run.raised)}"
@@ -348,6 +357,8 @@ class TargetCampaign:
 
     target: str
     profile: Profile
+    allow: tuple[str, ...] = ()
+    """Exception types the target may raise (counted, not crashes)."""
     runs: int = 0
     requests: int = 0
     round_trips: int = 0
@@ -364,25 +375,29 @@ class TargetCampaign:
         self.round_trips += round_trips(run)
         if run.raised is not None:
             self.raised[type(run.raised).__name__] += 1
-        found = findings(run)
+        found = findings(run, self.allow)
         if found:
             self.failure, self.violations = run, found
         return found
 
     def vacuous(self) -> str | None:
         """Why the campaign tested nothing, if so: not one request, or the same exception every run."""
+        every = len(self.raised) == 1 and sum(self.raised.values()) == self.runs
+        name = next(iter(self.raised), "")
         if self.runs and not self.requests:
+            if every:
+                return f"the target raised {name} in every run ({self.runs}) before sending a request"
             return (
                 f"the target never sent a request in {self.runs} runs, so nothing was tested"
                 " (does it use the client it is given?)"
             )
-        if self.runs > 1 and len(self.raised) == 1 and sum(self.raised.values()) == self.runs:
-            (name,) = self.raised
+        if every and self.runs > 1:
             return f"the target raised {name} in every one of {self.runs} runs, so nothing else was tested"
         return None
 
 
-def _example_failed(found: list[Violation], run: TargetRun) -> AssertionError:
+def example_failed(found: list[Violation], run: TargetRun) -> AssertionError:
+    """The failure of a run: its findings, then its replies as a scenario `sim serve` plays."""
     scenario = run.scenario.model_dump(mode="json", exclude_defaults=True)
     lines = [str(violation) for violation in found]
     return AssertionError(
@@ -391,17 +406,19 @@ def _example_failed(found: list[Violation], run: TargetRun) -> AssertionError:
 
 
 def fuzz_target(
-    target: Target,
+    target: Target | Callable[..., Any],
     *,
     examples: int = 100,
     seed: int = 0,
     profile: Profile = Profile.api,
     bound: int = BOUND,
+    allow: tuple[str, ...] = (),
     on_run: Callable[[], None] | None = None,
 ) -> TargetCampaign:
     """A campaign against `target`: every run counted, and the smallest failing run with its findings."""
+    target = target if isinstance(target, Target) else target_of(target)
     endpoint = Endpoint()
-    campaign = TargetCampaign(target.name, profile)
+    campaign = TargetCampaign(target.name, profile, allow)
 
     @campaign_settings(examples)
     @hypothesis_seed(seed)
@@ -413,7 +430,7 @@ def fuzz_target(
         if on_run is not None:
             on_run()
         if found:
-            raise _example_failed(found, run)
+            raise example_failed(found, run)
 
     try:
         example()

@@ -1,80 +1,59 @@
-"""Fuzzing a loop written directly on the OpenAI SDK, over real HTTP to a simulator on 127.0.0.1."""
+"""The seeded-bug proof for `sim fuzz --target`: loops on the raw SDK, each with one bug, over real HTTP
+to the drawing simulator on 127.0.0.1. Each bug is caught within a bounded campaign and its saved run
+reproduces it; the careful loops pass; miswired targets fail clearly."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from examples.openai_loop import TOOLS, run_agent, run_tool
-from sim.cli import app
-from sim.testing.target import fuzz_target
+from sim.testing.replies import Profile
+from sim.testing.target import findings, fuzz_target, replay_target, target_of
+from tests.testing import targets
 
-
-def test_the_example_loop_holds_every_observable_invariant() -> None:
-    runs, failure, violations = fuzz_target(run_agent, examples=40, seed=0)
-    assert (failure, violations) == (None, [])
-    assert runs == 40
-
-
-def keeps_going_after_the_answer(client: Any, prompt: str) -> None:
-    """Broken: asks once more after the model's final answer."""
-    messages: list[Any] = [{"role": "user", "content": prompt}]
-    for _ in range(6):
-        message = client.chat.completions.create(model="m", messages=messages, tools=TOOLS).choices[0].message
-        messages.append(message.model_dump(exclude_none=True))
-        for call in message.tool_calls or []:
-            messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call.id,
-                    "content": run_tool(call.function.name, call.function.arguments),
-                }
-            )
+SEEDED = [
+    (targets.drops_invalid_json, Profile.api, "pairing"),
+    (targets.never_stops, Profile.api, "runaway"),
+    (targets.crashes_on_non_objects, Profile.hostile, "crash"),
+    (targets.asks_after_the_answer, Profile.api, "request_after_final"),
+    (targets.breaks_the_chain, Profile.api, "pairing"),
+]
 
 
-def trusts_duplicate_ids(client: Any, prompt: str) -> None:
-    """Broken: answers every call, even when the model reused an id."""
-    messages: list[Any] = [{"role": "user", "content": prompt}]
-    for _ in range(6):
-        message = client.chat.completions.create(model="m", messages=messages, tools=TOOLS).choices[0].message
-        messages.append(message.model_dump(exclude_none=True))
-        if not message.tool_calls:
-            return
-        for call in message.tool_calls:
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": "ok"})
+@pytest.mark.parametrize(("loop", "profile", "invariant"), SEEDED, ids=[s[0].__name__ for s in SEEDED])
+def test_each_seeded_bug_is_caught_and_its_saved_run_reproduces_it(
+    loop: Callable[..., Any], profile: Profile, invariant: str
+) -> None:
+    campaign = fuzz_target(loop, examples=60, seed=0, profile=profile)
+    assert campaign.failure is not None, f"{loop.__name__} passed {campaign.runs} runs"
+    assert invariant in {violation.invariant for violation in campaign.violations}
+    assert all("request " in violation.detail for violation in campaign.violations)
+    again = replay_target(target_of(loop), campaign.failure.scenario)
+    assert invariant in {violation.invariant for violation in findings(again)}
 
 
 @pytest.mark.parametrize(
-    ("target", "invariant"),
-    [(keeps_going_after_the_answer, "request_after_final"), (trusts_duplicate_ids, "pairing")],
+    ("loop", "profile"),
+    [
+        (targets.careful, Profile.api),
+        (targets.retries_after_empty, Profile.api),
+        (targets.chains_carefully, Profile.api),
+        (targets.crashes_on_non_objects, Profile.api),  # its bug needs what only the hostile profile sends
+    ],
+    ids=["careful", "retries_after_empty", "chains_carefully", "crashes_on_non_objects-api"],
 )
-def test_broken_user_loops_are_caught(target: Any, invariant: str) -> None:
-    _, failure, violations = fuzz_target(target, examples=200, seed=0)
-    assert failure is not None
-    assert invariant in {v.invariant for v in violations}
+def test_careful_loops_pass_having_really_been_exercised(loop: Callable[..., Any], profile: Profile) -> None:
+    campaign = fuzz_target(loop, examples=60, seed=0, profile=profile)
+    assert campaign.violations == []
+    assert campaign.failure is None and campaign.vacuous() is None
+    assert campaign.runs == 60
+    assert campaign.requests > campaign.runs  # follow-ups were asked, not only first requests
+    assert campaign.round_trips > 20  # drawn calls reached the loop's tool and their results came back
 
 
-def test_sim_fuzz_target_cli(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "brokenloop.py").write_text(
-        "from tests.properties.test_target import keeps_going_after_the_answer as run\n"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    result = CliRunner().invoke(
-        app, ["fuzz", "--examples", "60", "--target", "brokenloop:run", "--save", str(tmp_path / "out")]
-    )
-    assert result.exit_code == 1, result.output
-    assert "request_after_final" in result.output
-    assert list((tmp_path / "out").glob("fuzz-seed-0.yaml"))
-    passing = CliRunner().invoke(
-        app, ["fuzz", "--examples", "20", "--target", "examples.openai_loop:run_agent"]
-    )
-    assert passing.exit_code == 0, passing.output
-    assert "every invariant held" in passing.output
-
-
-def test_a_target_that_cannot_be_loaded_is_a_usage_error() -> None:
-    for spec in ("nomodule", "no_such_module:run", "examples.openai_loop:missing"):
-        result = CliRunner().invoke(app, ["fuzz", "--target", spec])
-        assert result.exit_code == 2, spec
+def test_the_hostile_profile_sends_what_the_api_profile_never_does() -> None:
+    campaign = fuzz_target(targets.careful, examples=100, seed=0, profile=Profile.hostile)
+    assert {violation.invariant for violation in campaign.violations} == {"pairing"}
+    assert "must be unique" in campaign.violations[0].detail  # a duplicate call id, answered twice

@@ -1,0 +1,74 @@
+"""`fuzz_test`: a campaign against a target as a hypothesis test in your own suite.
+
+pytest collects it like any test, so `pytest -n auto` spreads several campaigns over every core, and
+HypoFuzz's `hypothesis fuzz` runs one for as long as you let it; hypothesis's example database keeps each
+failing run and replays it first next time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sim.testing.replies import Profile, ReplyDrawer
+from sim.testing.target import (
+    BOUND,
+    DrawingSimulator,
+    Endpoint,
+    Target,
+    example_failed,
+    findings,
+    run_once,
+    target_of,
+)
+
+_endpoint: list[Endpoint] = []
+
+
+def _shared_endpoint() -> Endpoint:
+    """One simulator endpoint per process, started on first use (a daemon thread; runs never share it)."""
+    if not _endpoint:
+        _endpoint.append(Endpoint())
+    return _endpoint[0]
+
+
+def fuzz_test(
+    target: Callable[..., Any] | Target,
+    *,
+    profile: Profile | str = Profile.api,
+    examples: int = 100,
+    bound: int = BOUND,
+    allow: tuple[str, ...] = (),
+) -> Callable[..., None]:
+    """A hypothesis test that fuzzes `target` (`FUNC(client)` or `FUNC(client, prompt)`, sync or async):
+
+        test_my_agent = fuzz_test(my_agent.run, profile="api", examples=200)
+
+    Each example is one run with replies drawn from the tools the target offers; it fails with the
+    findings and the drawn replies as a scenario `sim serve` plays. A run that sends no request fails
+    too: it tested nothing. `allow` names the exception types the target is documented to raise (counted,
+    not crashes). `ConfigurationError` here, at collection, when the signature does not fit.
+    """
+    checked = target if isinstance(target, Target) else target_of(target)
+    chosen = Profile(profile)
+
+    @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def test(data: st.DataObject) -> None:
+        drawer = ReplyDrawer(data, chosen)
+        run = run_once(
+            checked, _shared_endpoint(), DrawingSimulator(bound), lambda asked: drawer.draw(asked.decoded)
+        )
+        if run.simulator.received == 0:
+            because = f" (it raised {type(run.raised).__name__}: {run.raised})" if run.raised else ""
+            raise AssertionError(
+                f"{checked.name} returned without sending a request: nothing was tested{because}"
+            )
+        if found := findings(run, allow):
+            raise example_failed(found, run)
+
+    test.__name__ = test.__qualname__ = f"test_fuzz_{checked.name.replace(':', '_').replace('.', '_')}"
+    return test

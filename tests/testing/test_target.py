@@ -1,0 +1,109 @@
+"""`sim fuzz --target` as a user meets it: the signature checked first, campaigns that tested nothing
+failing, a saved failing run replayed in one command, async targets leaving nothing open, `--allow`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim.core.errors import ConfigurationError
+from sim.testing.replies import Profile
+from sim.testing.target import allowed, fuzz_target, target_of
+from tests.testing import targets
+
+ROOT = Path(__file__).resolve().parents[2]
+SIM = [sys.executable, "-m", "sim.cli"]
+
+
+def fuzz(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*SIM, "fuzz", *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_the_signature_is_checked_before_the_campaign() -> None:
+    assert target_of(targets.careful).takes_prompt
+    assert not target_of(targets.without_prompt).takes_prompt
+    assert target_of(targets.careful_async).is_async
+    with pytest.raises(ConfigurationError, match=r"must take \(client\) or \(client, prompt\)"):
+        target_of(targets.wrong_signature)
+    done = fuzz("--target", "tests.testing.targets:wrong_signature")
+    assert done.returncode == 2
+    assert (
+        len(done.stderr.strip().splitlines()) == 1 and "must take (client) or (client, prompt)" in done.stderr
+    )
+    for spec in ("nomodule", "no_such_module:run", "tests.testing.targets:missing"):
+        assert fuzz("--target", spec).returncode == 2, spec
+
+
+@pytest.mark.parametrize(
+    ("target", "said"),
+    [
+        ("never_asks", "the target never sent a request in 1 runs, so nothing was tested"),
+        ("raises_at_once", "the target raised RuntimeError in every run (1) before sending a request"),
+    ],
+)
+def test_a_campaign_that_tested_nothing_fails_saying_so(target: str, said: str) -> None:
+    done = fuzz("--target", f"tests.testing.targets:{target}", "--examples", "20")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"! nothing was tested: {said}" in done.stdout
+    assert "every invariant held" not in done.stdout
+
+
+def test_a_failing_run_is_saved_and_replayed_in_one_command(tmp_path: Path) -> None:
+    saved = tmp_path / "failures"
+    done = fuzz(
+        "--target", "tests.testing.targets:drops_invalid_json", "--examples", "60", "--save", str(saved)
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "! pairing: request 2: invalid request: missing tool results" in done.stdout
+    (file,) = saved.glob("fuzz-target-seed-0.yaml")
+    assert f"--replay {file}" in done.stdout
+    again = fuzz("--target", "tests.testing.targets:drops_invalid_json", "--replay", str(file))
+    assert again.returncode == 1
+    assert "! pairing: request 2: invalid request: missing tool results" in again.stdout
+    fixed = fuzz("--target", "tests.testing.targets:careful", "--replay", str(file))
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert "every invariant held" in fixed.stdout
+
+
+def test_a_passing_campaign_reports_its_counts_as_json() -> None:
+    done = fuzz("--target", "tests.testing.targets:careful", "--examples", "30", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["runs"] == 30 and summary["requests"] > 30 and summary["round_trips"] > 0
+    assert summary["violations"] == [] and summary["nothing_tested"] is None
+
+
+def test_an_async_target_gets_an_async_client_closed_after_each_run() -> None:
+    done = fuzz("--target", "tests.testing.targets:careful_async", "--examples", "40")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "every invariant held" in done.stdout
+    for leak in ("Event loop is closed", "Unclosed", "Traceback"):
+        assert leak not in done.stderr
+
+
+def test_allowed_exceptions_are_counted_not_crashes() -> None:
+    class ModelGaveUp(ValueError):
+        """A loop's documented way to stop."""
+
+    assert allowed(ModelGaveUp(), ("ValueError",))
+    assert allowed(ModelGaveUp(), ("ModelGaveUp",))
+    assert not allowed(ModelGaveUp(), ("KeyError",))
+    crashing = fuzz_target(targets.crashes_on_non_objects, examples=60, profile=Profile.hostile)
+    assert {v.invariant for v in crashing.violations} == {"crash"}
+    tolerated = fuzz_target(
+        targets.crashes_on_non_objects, examples=60, profile=Profile.hostile, allow=("AttributeError",)
+    )
+    assert "crash" not in {v.invariant for v in tolerated.violations}  # (duplicate ids remain a finding)
+    assert tolerated.raised["AttributeError"] > 0
+
+
+def test_options_that_do_not_fit_our_own_loop_are_usage_errors() -> None:
+    assert fuzz("--profile", "api").returncode == 2
+    assert fuzz("--replay", "x.yaml").returncode == 2
+    assert fuzz("--target", "tests.testing.targets:careful", "--bound", "0").returncode == 2
