@@ -4,7 +4,8 @@ the schema does not have).
 
 Covers what tool schemas use (`type`, `properties`, `required`, `additionalProperties`, `items`, `enum`,
 `const`, `anyOf`/`oneOf`, bounds, local `$ref`s as pydantic writes them); a keyword it does not know is
-ignored, so a value may then miss a constraint, never crash the campaign.
+ignored, so a value may then miss a constraint, never crash the campaign. Past a few levels of nesting
+only what is required is drawn, so recursive schemas stay small.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def valid(schema: Any, root: dict[str, Any] | None = None, depth: int = 0) -> st
     """Values that satisfy `schema`."""
     root = root if root is not None else (schema if isinstance(schema, dict) else {})
     schema = _resolved(schema, root)
-    if depth > _MAX_DEPTH:
+    if depth > 4 * _MAX_DEPTH:  # a schema that requires endless nesting has no value at all
         return st.none()
     if "const" in schema:
         return st.just(schema["const"])
@@ -59,8 +60,10 @@ def valid(schema: Any, root: dict[str, Any] | None = None, depth: int = 0) -> st
     if kind == "object" or (kind is None and "properties" in schema):
         return _object(schema, root, depth)
     if kind == "array":
-        items = valid(schema.get("items", {}), root, depth + 1)
         low = int(schema.get("minItems", 0))
+        if depth >= _MAX_DEPTH and not low:
+            return st.just([])
+        items = valid(schema.get("items", {}), root, depth + 1)
         return st.lists(items, min_size=low, max_size=max(low, min(int(schema.get("maxItems", 3)), 3)))
     if kind == "string":
         low = int(schema.get("minLength", 0))
@@ -68,13 +71,25 @@ def valid(schema: Any, root: dict[str, Any] | None = None, depth: int = 0) -> st
     if kind == "integer":
         return st.integers(_bound(schema, "minimum", 1), _bound(schema, "maximum", -1))
     if kind == "number":
-        low, high = schema.get("minimum"), schema.get("maximum")
-        return st.floats(low, high, allow_nan=False, allow_infinity=False)
+        return _floats(schema)
     if kind == "boolean":
         return st.booleans()
     if kind == "null":
         return st.none()
     return _SCALARS
+
+
+def _floats(schema: dict[str, Any]) -> st.SearchStrategy[float]:
+    bounds: dict[str, Any] = {"allow_nan": False, "allow_infinity": False}
+    for side, inclusive, exclusive in (
+        ("min", "minimum", "exclusiveMinimum"),
+        ("max", "maximum", "exclusiveMaximum"),
+    ):
+        if isinstance(schema.get(exclusive), int | float):
+            bounds[f"{side}_value"], bounds[f"exclude_{side}"] = float(schema[exclusive]), True
+        elif isinstance(schema.get(inclusive), int | float):
+            bounds[f"{side}_value"] = float(schema[inclusive])
+    return st.floats(**bounds)
 
 
 def _bound(schema: dict[str, Any], name: str, step: int) -> int | None:
@@ -93,7 +108,11 @@ def _properties(schema: dict[str, Any]) -> dict[str, Any]:
 def _object(schema: dict[str, Any], root: dict[str, Any], depth: int) -> st.SearchStrategy[dict[str, Any]]:
     properties = _properties(schema)
     required = [name for name in schema.get("required") or [] if name in properties]
-    optional = {name: valid(sub, root, depth + 1) for name, sub in properties.items() if name not in required}
+    optional = (
+        {name: valid(sub, root, depth + 1) for name, sub in properties.items() if name not in required}
+        if depth < _MAX_DEPTH
+        else {}
+    )
     return st.fixed_dictionaries(
         {name: valid(properties[name], root, depth + 1) for name in required}, optional=optional
     )

@@ -1,0 +1,80 @@
+"""Replies drawn per request: under the `api` profile only what the real API sends (unique call ids,
+object or cut-JSON arguments, offered tools or plausible hallucinated ones), under `hostile` everything."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim.core.messages import UserMessage
+from sim.core.model import ModelRequest, ToolSpec
+from sim.testing.replies import Profile, ReplyDrawer, kind_of
+
+PARAMETERS = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+WEATHER = ToolSpec("get_weather", "The weather.", PARAMETERS)
+REQUEST = ModelRequest([UserMessage(content="Weather?")], (WEATHER,))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_the_api_profile_draws_only_what_the_api_sends(data: st.DataObject) -> None:
+    drawer = ReplyDrawer(data, Profile.api)
+    ids: list[str] = []
+    for _ in range(6):
+        reply = drawer.draw(REQUEST)
+        assert not reply.malformed
+        assert reply.error is None or (reply.error.status in (429, 500, 503) and not reply.error.in_stream)
+        for call in reply.tool_calls:
+            assert call.id is not None
+            ids.append(call.id)
+            if isinstance(call.arguments, str):  # only JSON cut at the token limit is a string
+                assert reply.finish_reason == "length"
+                try:
+                    json.loads(call.arguments)
+                except ValueError:
+                    pass
+                else:
+                    raise AssertionError(f"cut arguments parse: {call.arguments!r}")
+            else:
+                assert isinstance(call.arguments, dict)
+    assert len(ids) == len(set(ids))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_a_request_without_tools_is_never_answered_with_calls(data: st.DataObject) -> None:
+    drawer = ReplyDrawer(data, Profile.hostile)
+    for _ in range(4):
+        assert not drawer.draw(ModelRequest([UserMessage(content="Hi")])).tool_calls
+
+
+def test_the_hostile_profile_draws_what_the_api_profile_never_does() -> None:
+    seen: set[str] = set()
+
+    @settings(max_examples=400, deadline=None, database=None)
+    @given(st.data())
+    def collect(data: st.DataObject) -> None:
+        drawer = ReplyDrawer(data, Profile.hostile)
+        ids: list[str] = []
+        for _ in range(5):
+            reply = drawer.draw(REQUEST)
+            seen.add(kind_of(reply))
+            if reply.error is not None and reply.error.in_stream:
+                seen.add("in_stream")
+            for call in reply.tool_calls:
+                if call.id in ids:
+                    seen.add("reused_id")
+                ids.append(call.id or "")
+                if isinstance(call.arguments, str) and call.arguments in (
+                    '["Paris"]',
+                    '"Paris"',
+                    "42",
+                    "null",
+                    "true",
+                ):
+                    seen.add("not_object")
+
+    collect()
+    assert {"malformed", "in_stream", "reused_id", "not_object", "calls", "final", "error", "cut"} <= seen
