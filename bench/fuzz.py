@@ -5,15 +5,24 @@ Both campaigns draw the same scenarios (same strategy, same seed); the bare one 
 on the drawn replies with no checks, the sim one runs `AgentRunner` against the strict fakes and checks
 every invariant. The difference is what sim's loop and invariants cost on top of drawing the examples.
 
-Run: python bench/fuzz.py [--examples 300] [--repeats 5]
+Then the target rows: `sim fuzz --target examples.openai_loop:run_agent` (a raw SDK loop over real HTTP
+to the drawing simulator on 127.0.0.1) in this process, and the same campaign as two `fuzz_test` tests
+run by pytest in one process and under `-n 2` (wall time of the whole pytest run, start-up included).
+
+Run: python bench/fuzz.py [--examples 300] [--repeats 5] [--pytest-examples 600]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given
@@ -22,6 +31,9 @@ from hypothesis import seed as hypothesis_seed
 from sim.scenario.schema import Scenario
 from sim.testing.campaign import campaign_settings, fuzz
 from sim.testing.strategies import scenarios
+from sim.testing.target import fuzz_target, load_target
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def bare_loop(scenario: Scenario) -> str | None:
@@ -66,10 +78,49 @@ def sim_campaign(examples: int, seed: int) -> float:
     return examples / (time.perf_counter() - started)
 
 
+def target_campaign(examples: int, seed: int) -> float:
+    started = time.perf_counter()
+    campaign = fuzz_target(load_target("examples.openai_loop:run_agent"), examples=examples, seed=seed)
+    assert campaign.failure is None and campaign.runs == examples and campaign.requests > examples
+    return examples / (time.perf_counter() - started)
+
+
+SUITE = """
+from examples.openai_loop import run_agent
+from sim.testing import fuzz_test
+
+test_first = fuzz_test(run_agent, examples={half})
+test_second = fuzz_test(run_agent, examples={half})
+"""
+
+
+def pytest_campaign(examples: int, workers: list[str]) -> float:
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "test_fuzzing.py").write_text(SUITE.format(half=examples // 2))
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "test_fuzzing.py",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *workers,
+        ]
+        environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+        started = time.perf_counter()
+        done = subprocess.run(
+            command, cwd=folder, env=environment, capture_output=True, text=True, check=False
+        )
+        assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout + done.stderr
+        return examples / (time.perf_counter() - started)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--pytest-examples", type=int, default=4000)
     options = parser.parse_args()
     bare, ours = [], []
     for repeat in range(options.repeats):
@@ -81,6 +132,17 @@ def main() -> None:
     print("|---|---:|---:|")
     print(f"| bare 30-line loop (reference) | {bare_rate:,.0f} | 100% |")
     print(f"| sim fuzz --via direct | {our_rate:,.0f} | {our_rate / bare_rate:.0%} |")
+    targets = [target_campaign(options.examples, seed=repeat) for repeat in range(options.repeats)]
+    single = [pytest_campaign(options.pytest_examples, []) for _ in range(3)]
+    spread = [pytest_campaign(options.pytest_examples, ["-n", "2"]) for _ in range(3)]
+    target_rate, single_rate, spread_rate = map(statistics.median, (targets, single, spread))
+    print(f"\ntarget rows: examples.openai_loop:run_agent over HTTP; pytest rows: {options.pytest_examples}"
+          " examples in two fuzz_test tests, medians of 3 runs")  # fmt: skip
+    print("| campaign | examples/s | vs one process |")
+    print("|---|---:|---:|")
+    print(f"| sim fuzz --target, in process | {target_rate:,.0f} | |")
+    print(f"| pytest, one process | {single_rate:,.0f} | 100% |")
+    print(f"| pytest -n 2 | {spread_rate:,.0f} | {spread_rate / single_rate:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ _endpoint: list[Endpoint] = []
 
 
 def _shared_endpoint() -> Endpoint:
-    """One simulator endpoint per process, started on first use (a daemon thread; runs never share it)."""
+    """One simulator endpoint per process, started on first use (runs never share a simulator)."""
     if not _endpoint:
         _endpoint.append(Endpoint())
     return _endpoint[0]
@@ -59,9 +59,8 @@ def fuzz_test(
     @given(st.data())
     def test(data: st.DataObject) -> None:
         drawer = ReplyDrawer(data, chosen)
-        run = run_once(
-            checked, _shared_endpoint(), DrawingSimulator(bound), lambda asked: drawer.draw(asked.decoded)
-        )
+        simulator = DrawingSimulator(lambda asked: drawer.draw(asked.decoded), bound)
+        run = run_once(checked, _shared_endpoint(), simulator)
         if run.simulator.received == 0:
             because = f" (it raised {type(run.raised).__name__}: {run.raised})" if run.raised else ""
             raise AssertionError(

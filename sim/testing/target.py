@@ -6,22 +6,20 @@ The target is `module:function`, called as `function(client)` or `function(clien
 that serves Chat Completions and the Responses API. The client is closed after each run. Only what the
 requests and the target's own exceptions show is judged (see `findings`); what it returns is its business.
 
-Draws happen in the thread running the hypothesis example: the simulator hands each request over and
-waits for its reply, so hypothesis shrinks a failing run to its simplest replies.
+Replies are drawn in the thread running the hypothesis example (the endpoint's event loop runs there while
+a run does), so hypothesis shrinks a failing run to its simplest replies.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import contextlib
 import importlib
 import inspect
-import queue
 import sys
 import threading
-import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,22 +62,23 @@ class Target:
     takes_prompt: bool
     is_async: bool
 
-    def run(self, url: str) -> None:
-        """One run against the simulator at `url`, with a client closed afterwards."""
-        arguments = (PROMPT,) if self.takes_prompt else ()
-        if self.is_async:
+    def _arguments(self) -> tuple[str, ...]:
+        return (PROMPT,) if self.takes_prompt else ()
 
-            async def run_async() -> None:
-                # plain HTTP on 127.0.0.1: no TLS context to build (loading CA files is most of its cost)
-                http = httpx2.AsyncClient(verify=False)
-                async with openai.AsyncOpenAI(base_url=url, api_key="sim-fuzz", http_client=http) as client:
-                    await self.function(client, *arguments)
+    async def run_async(self, url: str) -> None:
+        """One run of a coroutine function, with an `AsyncOpenAI` client closed afterwards."""
+        # plain HTTP on 127.0.0.1: no TLS context to build (loading CA files is most of a client's cost)
+        async with openai.AsyncOpenAI(
+            base_url=url, api_key="sim-fuzz", http_client=httpx2.AsyncClient(verify=False)
+        ) as client:
+            await self.function(client, *self._arguments())
 
-            asyncio.run(run_async())
-        else:
-            http = httpx2.Client(verify=False)
-            with openai.OpenAI(base_url=url, api_key="sim-fuzz", http_client=http) as client:
-                self.function(client, *arguments)
+    def run_sync(self, url: str) -> None:
+        """One run of a plain function, with an `OpenAI` client closed afterwards."""
+        with openai.OpenAI(
+            base_url=url, api_key="sim-fuzz", http_client=httpx2.Client(verify=False)
+        ) as client:
+            self.function(client, *self._arguments())
 
 
 def target_of(function: Callable[..., Any], name: str | None = None) -> Target:
@@ -117,30 +116,21 @@ def load_target(spec: str) -> Target:
     return target_of(function, spec)
 
 
-_DONE = object()
-
-
 class DrawingSimulator(Simulator):
-    """A simulator with no script: each reply is asked of `asking`'s reader (the thread drawing them), up
-    to `bound` requests; past the bound it answers 400 and says the run ran away."""
+    """A simulator with no script: each reply is drawn by `draw` when its request arrives, up to `bound`
+    requests; past the bound it answers 400 and says the run ran away.
 
-    def __init__(self, bound: int = BOUND) -> None:
+    Requests are answered in the thread that runs the endpoint's event loop, the hypothesis example's own,
+    so `draw` may call `data.draw`. What `draw` raises (hypothesis ending a run) is kept in `stopped`, for
+    the example to raise once the target is done."""
+
+    def __init__(self, draw: Callable[[Asked], ScriptedReplySpec], bound: int = BOUND) -> None:
         super().__init__(Scenario(name="fuzzed", replies=[ScriptedReplySpec(content="(drawn)")]))
         self.steps = []
+        self.draw = draw
         self.bound = bound
-        self.asking: queue.Queue[Any] = queue.Queue()
         self.closed = False
-
-    def close(self) -> None:
-        """Answer every request still waiting, and any later one, with an error."""
-        self.closed = True
-        while True:
-            try:
-                item = self.asking.get_nowait()
-            except queue.Empty:
-                return
-            if item is not _DONE:
-                item[1].set_exception(ConnectionAbortedError("the run is over"))
+        self.stopped: BaseException | None = None
 
     @property
     def consumed(self) -> bool:
@@ -149,17 +139,16 @@ class DrawingSimulator(Simulator):
 
     async def next_step(self, asked: Asked) -> tuple[ScriptedReplySpec, ModelReply] | Response:
         """The reply drawn for `asked`, or a 400 past the bound."""
-        if self.closed:
+        if self.closed or self.stopped is not None:
             return api_error(404, "sim fuzz: this run is over")
         if asked.number > self.bound:
             problem = f"request {asked.number} is past the bound of {self.bound} requests a run"
             self.problems.append(f"runaway: {problem}")
             return api_error(400, f"sim fuzz: {problem}", code="sim_fuzz_runaway")
-        answer: concurrent.futures.Future[ScriptedReplySpec] = concurrent.futures.Future()
-        self.asking.put((asked, answer))
         try:
-            spec = await asyncio.wrap_future(answer)
-        except ConnectionAbortedError:
+            spec = self.draw(asked)
+        except BaseException as error:
+            self.stopped = error
             return api_error(404, "sim fuzz: this run is over")
         step = (spec, scripted_reply(spec, [call.id or "" for call in spec.tool_calls]))
         self.steps.append(step)
@@ -184,20 +173,20 @@ class _Switchboard:
 
 
 class Endpoint:
-    """uvicorn serving a switchboard on 127.0.0.1 from a daemon thread, for targets called synchronously."""
+    """The switchboard served on 127.0.0.1 by an event loop of this thread, which runs only while a run
+    does: requests are answered (and replies drawn) in the thread running the hypothesis example."""
 
     def __init__(self) -> None:
         sock = listen("127.0.0.1", 0)
         self.host = base_url(sock, "")
         self.runs = 0
         self.board = _Switchboard()
+        self.loop = asyncio.new_event_loop()
         config = uvicorn.Config(self.board, log_level="warning", access_log=False, lifespan="off")
+        config.load()
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [sock]}, daemon=True)
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started and time.monotonic() < deadline:
-            time.sleep(0.01)
+        self.server.lifespan = config.lifespan_class(config)
+        self.loop.run_until_complete(self.server.startup(sockets=[sock]))
 
     def open_run(self, simulator: Simulator) -> tuple[str, str]:
         """A fresh prefix for `simulator`'s run, and the base URL its client uses."""
@@ -208,9 +197,9 @@ class Endpoint:
 
     def close(self) -> None:
         """Stop serving, without waiting for connections a target left open (every run is over)."""
-        self.server.should_exit = True
-        self.server.force_exit = True
-        self.thread.join(timeout=10)
+        self.server.should_exit = self.server.force_exit = True
+        self.loop.run_until_complete(self.server.shutdown())
+        self.loop.close()
 
 
 @dataclass
@@ -228,50 +217,44 @@ class TargetRun:
         return Scenario(name="fuzzed", prompt=PROMPT, replies=replies)
 
 
-def run_once(
-    target: Target,
-    endpoint: Endpoint,
-    simulator: Simulator,
-    draw: Callable[[Asked], ScriptedReplySpec] | None = None,
-) -> TargetRun:
-    """Run `target` once against `simulator`; a drawing simulator's replies come from `draw`, called in
-    this thread."""
+def run_once(target: Target, endpoint: Endpoint, simulator: Simulator) -> TargetRun:
+    """Run `target` once against `simulator`: a coroutine function on the endpoint's loop, a plain one in
+    a worker thread while the loop serves it. Raises what a drawing simulator's `draw` raised."""
     prefix, url = endpoint.open_run(simulator)
     run = TargetRun(simulator)
-    drawing = simulator if isinstance(simulator, DrawingSimulator) else None
+    loop = endpoint.loop
 
-    def call() -> None:
+    async def run_async() -> None:
         try:
-            target.run(url)
+            await target.run_async(url)
+        except Exception as error:  # what the target raised is judged, never lost
+            run.raised = error
+
+    def run_sync(finished: asyncio.Future[None]) -> None:
+        try:
+            target.run_sync(url)
         except Exception as error:  # what the target raised is judged, never lost
             run.raised = error
         finally:
-            if drawing is not None:
-                drawing.asking.put(_DONE)
+            with contextlib.suppress(RuntimeError):  # the loop was closed: nobody waits any more
+                loop.call_soon_threadsafe(finished.set_result, None)
 
-    worker = threading.Thread(target=call, daemon=True)
-    worker.start()
-    deadline = time.monotonic() + RUN_SECONDS
     try:
-        while drawing is not None and draw is not None:
-            try:
-                item = drawing.asking.get(timeout=max(0.0, deadline - time.monotonic()))
-            except queue.Empty:
-                break
-            if item is _DONE:
-                break
-            asked, answer = item
-            try:
-                answer.set_result(draw(asked))
-            except BaseException:  # hypothesis ends a run by raising from a draw: the request must not hang
-                answer.set_exception(ConnectionAbortedError("the run is over"))
-                raise
-        worker.join(timeout=max(0.0, deadline - time.monotonic()))
+        if target.is_async:
+            waiting: Awaitable[Any] = run_async()
+        else:
+            finished: asyncio.Future[None] = loop.create_future()
+            threading.Thread(target=run_sync, args=(finished,), daemon=True).start()
+            waiting = finished
+        loop.run_until_complete(asyncio.wait_for(waiting, RUN_SECONDS))
+    except TimeoutError:
+        run.finished = False
     finally:
         del endpoint.board.simulators[prefix]
-        if drawing is not None:
-            drawing.close()
-    run.finished = not worker.is_alive()
+        if isinstance(simulator, DrawingSimulator):
+            simulator.closed = True
+    if isinstance(simulator, DrawingSimulator) and simulator.stopped is not None:
+        raise simulator.stopped
     return run
 
 
@@ -425,7 +408,7 @@ def fuzz_target(
     @given(st.data())
     def example(data: st.DataObject) -> None:
         drawer = ReplyDrawer(data, profile)
-        run = run_once(target, endpoint, DrawingSimulator(bound), lambda asked: drawer.draw(asked.decoded))
+        run = run_once(target, endpoint, DrawingSimulator(lambda asked: drawer.draw(asked.decoded), bound))
         found = campaign.keep(run)
         if on_run is not None:
             on_run()
