@@ -451,6 +451,18 @@ def _item_events(index: int, item: dict[str, Any], piece_chars: int) -> list[dic
                 "arguments": item["arguments"], "name": item["name"]}  # fmt: skip
         return [{"type": "response.output_item.added", **where, "item": opened}, *deltas, done,
                 {"type": "response.output_item.done", **where, "item": item}]  # fmt: skip
+    if item["type"] == "message" and item["content"] and item["content"][0]["type"] == "refusal":
+        item_id, text = item["id"], item["content"][0]["refusal"]
+        at = {"item_id": item_id, **where, "content_index": 0}
+        return [
+            {"type": "response.output_item.added", **where,
+             "item": {**item, "status": "in_progress", "content": []}},
+            {"type": "response.content_part.added", **at, "part": {"type": "refusal", "refusal": ""}},
+            *({"type": "response.refusal.delta", **at, "delta": bit} for bit in _pieces(text, piece_chars)),
+            {"type": "response.refusal.done", **at, "refusal": text},
+            {"type": "response.content_part.done", **at, "part": item["content"][0]},
+            {"type": "response.output_item.done", **where, "item": item},
+        ]  # fmt: skip
     if item["type"] == "message":
         item_id, text = item["id"], item["content"][0]["text"]
         part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}

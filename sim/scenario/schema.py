@@ -93,6 +93,11 @@ class ScriptedReplySpec(_Strict):
         description="Reasoning served over the Responses API as a reasoning item (with a synthetic"
         " `encrypted_content` when the request asks for it); ignored over Chat Completions.",
     )
+    refusal: str | None = Field(
+        None,
+        description="The model declines: sent as the API sends a refusal (Chat's `message.refusal`, a"
+        " Responses `refusal` content part) instead of text. The loop reads it as the reply's text.",
+    )
     finish_reason: FinishReason | None = Field(
         None, description="Derived when left out: `tool_calls` when there are calls, else `stop`."
     )
@@ -114,6 +119,10 @@ class ScriptedReplySpec(_Strict):
             raise ValueError("a reply with `error` cannot also have content, tool_calls or finish_reason")
         if self.error is not None and (self.malformed or self.cut_after_chunks is not None):
             raise ValueError("a reply with `error` cannot also be malformed or cut")
+        if self.refusal is not None and (
+            self.content is not None or self.tool_calls or self.error is not None
+        ):
+            raise ValueError("a reply with `refusal` cannot also have content, tool_calls or error")
         return self
 
     def finish(self) -> FinishReason:

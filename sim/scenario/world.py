@@ -32,7 +32,9 @@ def scripted_reply(spec: ScriptedReplySpec, call_ids: list[str]) -> ModelReply:
         for call, call_id in zip(spec.tool_calls, call_ids, strict=True)
     )
     reasoning = (Reasoning(summary=(spec.reasoning,)),) if spec.reasoning is not None else ()
-    message = AssistantMessage(content=spec.content, tool_calls=calls, reasoning=reasoning)
+    # a refusal reaches the loop as text, as the OpenAI adapters read it
+    content = spec.refusal if spec.refusal is not None else spec.content
+    message = AssistantMessage(content=content, tool_calls=calls, reasoning=reasoning)
     return ModelReply(message=message, finish_reason=spec.finish())
 
 

@@ -131,11 +131,12 @@ class WireProtocol(Protocol):
         """A problem with what a well-formed request carries back (reasoning changed on its way)."""
         ...
 
-    def reply(self, reply: ModelReply, asked: Asked) -> dict[str, Any]:
-        """The reply as the API's JSON body (and, for a store, kept for later requests)."""
+    def reply(self, reply: ModelReply, asked: Asked, *, refusal: bool = False) -> dict[str, Any]:
+        """The reply as the API's JSON body (and, for a store, kept for later requests); with `refusal`,
+        its text sent as the API sends a refusal."""
         ...
 
-    def stream(self, reply: ModelReply, asked: Asked) -> list[bytes]:
+    def stream(self, reply: ModelReply, asked: Asked, *, refusal: bool = False) -> list[bytes]:
         """The reply as the stream of events the API would send, each a complete SSE frame."""
         ...
 
@@ -192,18 +193,23 @@ class ChatProtocol:
         """Nothing travels back unchanged over Chat Completions."""
         return None
 
-    def reply(self, reply: ModelReply, asked: Asked) -> dict[str, Any]:
-        """A `chat.completion`."""
-        return chat_wire.completion_to_wire(
+    def reply(self, reply: ModelReply, asked: Asked, *, refusal: bool = False) -> dict[str, Any]:
+        """A `chat.completion`; a refusal in `message.refusal`, its content null."""
+        wire = chat_wire.completion_to_wire(
             reply,
             completion_id=f"chatcmpl-sim{asked.number:06d}",
             created=CREATED,
             model=asked.model,
             usage=chat_wire.estimate_usage(asked.decoded, reply),
         )
+        if refusal:
+            message = wire["choices"][0]["message"]
+            message["refusal"], message["content"] = message["content"], None
+        return wire
 
-    def stream(self, reply: ModelReply, asked: Asked) -> list[bytes]:
-        """`chat.completion.chunk`s; the usage chunk only when `stream_options.include_usage` asks."""
+    def stream(self, reply: ModelReply, asked: Asked, *, refusal: bool = False) -> list[bytes]:
+        """`chat.completion.chunk`s; the usage chunk only when `stream_options.include_usage` asks; a
+        refusal in `refusal` deltas."""
         include_usage = bool((asked.body.get("stream_options") or {}).get("include_usage"))
         chunks = chat_wire.chunks_to_wire(
             reply,
@@ -212,6 +218,14 @@ class ChatProtocol:
             model=asked.model,
             usage=chat_wire.estimate_usage(asked.decoded, reply) if include_usage else None,
         )
+        if refusal:
+            for chunk in chunks:
+                for choice in chunk["choices"]:
+                    delta = choice["delta"]
+                    if "role" in delta:
+                        delta["content"], delta["refusal"] = None, ""
+                    elif "content" in delta:
+                        delta["refusal"] = delta.pop("content")
         return [_frame(chunk) for chunk in chunks]
 
     def broken(self, stream: bool) -> bytes:
@@ -273,8 +287,9 @@ class ResponsesProtocol:
                     return f"the reasoning served with call {call.id} ({shown}) did not come back unchanged"
         return None
 
-    def reply(self, reply: ModelReply, asked: Asked) -> dict[str, Any]:
-        """A `response` object, kept (with the conversation it ends) for requests that chain to it."""
+    def reply(self, reply: ModelReply, asked: Asked, *, refusal: bool = False) -> dict[str, Any]:
+        """A `response` object, kept (with the conversation it ends) for requests that chain to it; a
+        refusal as a `refusal` content part."""
         response_id = f"resp_sim{asked.number:06d}"
         served = self._served(reply, response_id, asked.body)
         wire = responses_wire.response_to_wire(
@@ -293,6 +308,12 @@ class ResponsesProtocol:
         for call in served.message.tool_calls:
             if served.message.reasoning:
                 self._reasoning[call.id] = served.message.reasoning
+        if refusal:
+            for item in wire["output"]:
+                if item["type"] == "message":
+                    item["content"] = [
+                        {"type": "refusal", "refusal": p.get("text", "")} for p in item["content"]
+                    ]
         return wire
 
     def _served(self, reply: ModelReply, response_id: str, body: dict[str, Any]) -> ModelReply:
@@ -313,9 +334,9 @@ class ResponsesProtocol:
         )
         return reply.model_copy(update={"message": reply.message.model_copy(update={"reasoning": reasoning})})
 
-    def stream(self, reply: ModelReply, asked: Asked) -> list[bytes]:
+    def stream(self, reply: ModelReply, asked: Asked, *, refusal: bool = False) -> list[bytes]:
         """The response's events, named and numbered as the API sends them (kept as `reply` keeps it)."""
-        wire = self.reply(reply, asked)
+        wire = self.reply(reply, asked, refusal=refusal)
         return [_frame(event, event["type"]) for event in responses_wire.events_to_wire(wire)]
 
     def failed(self, error: dict[str, Any], asked: Asked) -> list[bytes]:

@@ -224,12 +224,12 @@ class Simulator:
             kind = "text/event-stream" if stream else "application/json"
             return Response(protocol.broken(stream), media_type=kind)
         if not stream:
-            wire = protocol.reply(reply, asked)
+            wire = protocol.reply(reply, asked, refusal=spec.refusal is not None)
             if spec.cut_after_chunks is not None:  # not streamed: the body itself is cut short
                 encoded = json.dumps(wire).encode()
                 return Response(encoded[: len(encoded) // 2], media_type="application/json")
             return JSONResponse(wire)
-        frames = protocol.stream(reply, asked)
+        frames = protocol.stream(reply, asked, refusal=spec.refusal is not None)
         return StreamingResponse(
             _events(frames, protocol.closing, spec.cut_after_chunks, latency), media_type="text/event-stream"
         )

@@ -3,9 +3,10 @@ shaped by their JSON Schemas: valid most often, then each kind of mistake) and t
 
 A `Profile` says what may be drawn. `api`: only what the real API has been seen to send (valid and
 schema-violating arguments, JSON cut at the token limit, a tool name it was not offered, empty text,
-`length`, `content_filter`, 429/500/503 with `Retry-After`, cut streams). `hostile`: everything, duplicate
-call ids, arguments that are JSON but not an object, and bodies that are not JSON included. Every draw
-goes through hypothesis's `data.draw`, so a failing run shrinks to its simplest replies.
+`length`, `content_filter`, refusals, 429/500/503 with `Retry-After`, cut streams). `hostile`:
+everything, duplicate call ids, arguments that are JSON but not an object, and bodies that are not JSON
+included. Every draw goes through hypothesis's `data.draw`, so a failing run shrinks to its simplest
+replies.
 """
 
 from __future__ import annotations
@@ -35,8 +36,17 @@ COUNTED = ("error", "malformed", "cut")
 """Reply kinds after which a target may raise: its exception is counted, not a finding."""
 
 _TROUBLE = {
-    Profile.api: ["empty", "length", "content_filter", "error", "cut"],
-    Profile.hostile: ["empty", "length", "content_filter", "error", "cut", "malformed", "stream_error"],
+    Profile.api: ["empty", "length", "content_filter", "refusal", "error", "cut"],
+    Profile.hostile: [
+        "empty",
+        "length",
+        "content_filter",
+        "refusal",
+        "error",
+        "cut",
+        "malformed",
+        "stream_error",
+    ],
 }
 _ARGUMENTS = {
     Profile.api: ["valid"] * 6 + ["schema", "cut_json", "unknown_tool"],
@@ -50,6 +60,7 @@ _ERRORS = [
     ScriptedErrorSpec(status=503, message="The engine is currently overloaded, please try again later.",
                       type="server_error", retry_after=0.001),
 ]  # fmt: skip
+_REFUSALS = ["I'm sorry, but I can't help with that.", "I can't assist with that request."]
 _TEXT = st.text(min_size=1, max_size=40).filter(str.strip)
 
 
@@ -100,6 +111,8 @@ class ReplyDrawer:
             return ScriptedReplySpec(content=data.draw(_TEXT, label="cut text"), finish_reason="length")
         if trouble == "content_filter":
             return ScriptedReplySpec(finish_reason="content_filter")
+        if trouble == "refusal":
+            return ScriptedReplySpec(refusal=data.draw(st.sampled_from(_REFUSALS), label="refusal"))
         if trouble == "error":
             return ScriptedReplySpec(error=data.draw(st.sampled_from(_ERRORS), label="error"))
         if trouble == "stream_error":

@@ -14,6 +14,7 @@ import openai
 import pytest
 from openai import AsyncOpenAI
 
+from sim.core.errors import ScenarioError
 from sim.scenario import load_scenario
 from sim.server import Simulator
 
@@ -210,3 +211,33 @@ def test_paths_not_served_get_a_json_404_naming_what_is_served(tmp_path: Path, p
     assert (
         "POST /v1/chat/completions" in caught.value.message and "POST /v1/responses" in caught.value.message
     )
+
+
+def test_a_refusal_reaches_the_sdk_as_each_api_sends_one(tmp_path: Path) -> None:
+    async def conversation(client: AsyncOpenAI) -> Any:
+        chat = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        async with client.chat.completions.stream(
+            model="m", messages=[{"role": "user", "content": "x"}]
+        ) as s:
+            streamed_chat = await s.get_final_completion()
+        response = await client.responses.create(model="m", input="x")
+        async with client.responses.stream(model="m", input="x") as events:
+            kinds = [event.type async for event in events]
+            streamed = await events.get_final_response()
+        return chat, streamed_chat, response, kinds, streamed
+
+    sim = simulator(tmp_path, "prompt: p\nreplies:\n" + "  - refusal: I can't help with that request.\n" * 4)
+    chat, streamed_chat, response, kinds, streamed = talk(sim, conversation)
+    for completion in (chat, streamed_chat):
+        message = completion.choices[0].message
+        assert (message.content, message.refusal) == (None, "I can't help with that request.")
+    for answer in (response, streamed):
+        (part,) = answer.output[0].content
+        assert (part.type, part.refusal) == ("refusal", "I can't help with that request.")
+    assert "response.refusal.delta" in kinds and "response.refusal.done" in kinds
+    assert sim.problems == []
+
+
+def test_a_refusal_cannot_also_carry_text(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError, match="refusal"):
+        simulator(tmp_path, "prompt: p\nreplies:\n  - {refusal: No., content: Yes.}\n")

@@ -107,3 +107,16 @@ def test_options_that_do_not_fit_our_own_loop_are_usage_errors() -> None:
     assert fuzz("--profile", "api").returncode == 2
     assert fuzz("--replay", "x.yaml").returncode == 2
     assert fuzz("--target", "tests.testing.targets:careful", "--bound", "0").returncode == 2
+
+
+def test_the_report_of_a_failing_campaign_shows_its_run_escaped(tmp_path: Path) -> None:
+    page = tmp_path / "fuzz.html"
+    done = fuzz(
+        "--target", "tests.testing.targets:drops_invalid_json", "--examples", "60", "--save", str(tmp_path),
+        "--report", str(page),
+    )  # fmt: skip
+    assert done.returncode == 1
+    html = page.read_text()
+    assert "pairing: request 2: invalid request: missing tool results" in html
+    assert "request 1: {&#39;tool_calls&#39;" in html  # drawn text is escaped, as any untrusted text
+    assert "sim fuzz --target tests.testing.targets:drops_invalid_json --replay" in html
