@@ -1,0 +1,188 @@
+"""Compact cassettes: a request body written as the earlier request of its conversation that it extends,
+plus only what it adds, so that a session's cassette grows with the session, not with its square.
+
+A body is compacted when it is an earlier request's body with items appended to its conversation list
+(`messages` for Chat Completions, `input` for the Responses API), text otherwise unchanged. It is then
+written as
+
+    body:
+      extends: 3        # the interaction whose request body it extends
+      at: 5321          # where in that body the addition goes (a character offset)
+      add: |-           # the text added: the new items, one per line as the file lays them out
+        ,
+            {"role":"assistant",...},
+            {"role":"tool",...}
+
+and rebuilt as `base[:at] + add + base[at:]`, byte for byte. Anything else (a handoff that changes the
+instructions, a request that drops messages, a body that is not JSON) stays written in full. Compacting
+and expanding work on the file's data, so `expand(compact(x))` is `x` for any cassette sim writes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+LISTS = ("messages", "input")
+"""The keys of a conversation's list, per API."""
+FRONTIER = 16
+"""Earlier requests per route that a new one is compared with."""
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+@dataclass(frozen=True, slots=True)
+class Extension:
+    """How a body extends an earlier one: `base[:at] + add + base[at:]`."""
+
+    base: int
+    at: int
+    add: str
+
+    def data(self) -> dict[str, Any]:
+        """As the file writes it."""
+        return {"extends": self.base, "at": self.at, "add": self.add}
+
+
+def is_extension(body: Any) -> bool:
+    """Whether a request's `body` value, as read from a file, is a compact reference."""
+    return isinstance(body, Mapping) and "extends" in body
+
+
+def list_end(text: str) -> int | None:
+    """Where the last item of a JSON object's conversation list ends (just after it), when the object has
+    a non-empty `messages` or `input` list; each top-level value is parsed once, at C speed."""
+    position = _SPACE.match(text, 0).end()  # type: ignore[union-attr]
+    if text[position : position + 1] != "{":
+        return None
+    position += 1
+    found = None
+    try:
+        while True:
+            position = _SPACE.match(text, position).end()  # type: ignore[union-attr]
+            if text[position : position + 1] == "}":
+                return found
+            key, position = _DECODER.raw_decode(text, position)
+            position = _SPACE.match(text, position).end()  # type: ignore[union-attr]
+            if not isinstance(key, str) or text[position : position + 1] != ":":
+                return None
+            position = _SPACE.match(text, position + 1).end()  # type: ignore[union-attr]
+            value, end = _DECODER.raw_decode(text, position)
+            if key in LISTS and isinstance(value, list) and value and found is None:
+                found = len(text[: end - 1].rstrip())
+            position = _SPACE.match(text, end).end()  # type: ignore[union-attr]
+            if text[position : position + 1] == ",":
+                position += 1
+            elif text[position : position + 1] != "}":
+                return None
+    except ValueError:
+        return None
+
+
+def _appends_items(add: str) -> bool:
+    """Whether `add` is `, item, item...`: list items following an existing one."""
+    stripped = add.strip()
+    if not stripped.startswith(","):
+        return False
+    try:
+        items = json.loads(f"[{stripped[1:]}]")
+    except ValueError:
+        return False
+    return bool(items)
+
+
+@dataclass(frozen=True, slots=True)
+class _Open:
+    index: int
+    head: str
+    """The body up to where its list's last item ends."""
+    tail: str
+    """The rest of the body."""
+
+
+class Compactor:
+    """Finds, request by request, the earlier request each one extends: the newest of a bounded frontier
+    of earlier requests on the same method and path."""
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[str, str], deque[_Open]] = {}
+
+    def add(self, index: int, method: str, path: str, text: str) -> Extension | None:
+        """The extension `text` is of an earlier request, if any; `text` joins the frontier either way."""
+        frontier = self._open.setdefault((method.upper(), path.rstrip("/")), deque(maxlen=FRONTIER))
+        for earlier in reversed(frontier):
+            grows = len(text) > len(earlier.head) + len(earlier.tail)
+            if grows and text.startswith(earlier.head) and text.endswith(earlier.tail):
+                add = text[len(earlier.head) : len(text) - len(earlier.tail)]
+                if _appends_items(add):
+                    frontier.append(_Open(index, earlier.head + add, earlier.tail))
+                    return Extension(earlier.index, len(earlier.head), add)
+        end = list_end(text)
+        if end is not None:
+            frontier.append(_Open(index, text[:end], text[end:]))
+        return None
+
+
+def _path(uri: Any) -> str:
+    text = str(uri or "")
+    without_query = text.split("?", 1)[0]
+    parts = without_query.split("://", 1)
+    return "/" + parts[1].split("/", 1)[1] if len(parts) == 2 and "/" in parts[1] else without_query
+
+
+def compact_data(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A cassette's data with each request body that extends an earlier one written as an `Extension`,
+    and `compact: true` in its `sim:` block."""
+    compactor = Compactor()
+    interactions = []
+    for index, interaction in enumerate(data.get("interactions") or []):
+        request = interaction.get("request") if isinstance(interaction, Mapping) else None
+        body = request.get("body") if isinstance(request, Mapping) else None
+        if isinstance(body, str):
+            extension = compactor.add(index, str(request.get("method", "")), _path(request.get("uri")), body)
+            if extension is not None:
+                interaction = {**interaction, "request": {**request, "body": extension.data()}}
+        interactions.append(interaction)
+    sim = dict(data.get("sim") or {})
+    sim["compact"] = True
+    return {**data, "interactions": interactions, "sim": sim}
+
+
+def expand_data(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A cassette's data with every compact body written in full again (the plain vcrpy form); `ValueError`
+    naming the interaction when a reference does not resolve."""
+    bodies: list[Any] = []
+    interactions = []
+    for index, interaction in enumerate(data.get("interactions") or []):
+        request = interaction.get("request") if isinstance(interaction, Mapping) else None
+        body = request.get("body") if isinstance(request, Mapping) else None
+        if is_extension(body):
+            body = resolve(index, body, bodies)
+            interaction = {**interaction, "request": {**request, "body": body}}
+        bodies.append(body)
+        interactions.append(interaction)
+    expanded: dict[str, Any] = {**data, "interactions": interactions}
+    sim = {key: value for key, value in (data.get("sim") or {}).items() if key != "compact"}
+    if sim:
+        expanded["sim"] = sim
+    else:
+        expanded.pop("sim", None)
+    return expanded
+
+
+def resolve(index: int, reference: Mapping[str, Any], bodies: list[Any]) -> str:
+    """The full body a reference stands for, given the bodies of the interactions before it."""
+    base, at, add = reference.get("extends"), reference.get("at"), reference.get("add")
+    if not isinstance(base, int) or isinstance(base, bool) or not 0 <= base < index:
+        raise ValueError(f"interaction {index}: `extends` must name an earlier interaction, not {base!r}")
+    text = bodies[base]
+    if not isinstance(text, str):
+        raise ValueError(f"interaction {index}: extends interaction {base}, whose request has no text body")
+    if not isinstance(at, int) or isinstance(at, bool) or not 0 <= at <= len(text) or not isinstance(add, str):
+        raise ValueError(f"interaction {index}: `at` must be an offset in interaction {base}'s body, `add` text")
+    return text[:at] + add + text[at:]
