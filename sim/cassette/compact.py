@@ -135,15 +135,20 @@ def _path(uri: Any) -> str:
     return "/" + parts[1].split("/", 1)[1] if len(parts) == 2 and "/" in parts[1] else without_query
 
 
+def _request(interaction: Any) -> tuple[Mapping[str, Any] | None, Any]:
+    """An interaction's request mapping and its body value, when it has a request."""
+    request = interaction.get("request") if isinstance(interaction, Mapping) else None
+    return (request, request.get("body")) if isinstance(request, Mapping) else (None, None)
+
+
 def compact_data(data: Mapping[str, Any]) -> dict[str, Any]:
     """A cassette's data with each request body that extends an earlier one written as an `Extension`,
     and `compact: true` in its `sim:` block."""
     compactor = Compactor()
     interactions = []
     for index, interaction in enumerate(data.get("interactions") or []):
-        request = interaction.get("request") if isinstance(interaction, Mapping) else None
-        body = request.get("body") if isinstance(request, Mapping) else None
-        if isinstance(body, str):
+        request, body = _request(interaction)
+        if request is not None and isinstance(body, str):
             extension = compactor.add(index, str(request.get("method", "")), _path(request.get("uri")), body)
             if extension is not None:
                 interaction = {**interaction, "request": {**request, "body": extension.data()}}
@@ -159,9 +164,8 @@ def expand_data(data: Mapping[str, Any]) -> dict[str, Any]:
     bodies: list[Any] = []
     interactions = []
     for index, interaction in enumerate(data.get("interactions") or []):
-        request = interaction.get("request") if isinstance(interaction, Mapping) else None
-        body = request.get("body") if isinstance(request, Mapping) else None
-        if is_extension(body):
+        request, body = _request(interaction)
+        if request is not None and isinstance(body, Mapping) and "extends" in body:
             body = resolve(index, body, bodies)
             interaction = {**interaction, "request": {**request, "body": body}}
         bodies.append(body)
@@ -183,6 +187,7 @@ def resolve(index: int, reference: Mapping[str, Any], bodies: list[Any]) -> str:
     text = bodies[base]
     if not isinstance(text, str):
         raise ValueError(f"interaction {index}: extends interaction {base}, whose request has no text body")
-    if not isinstance(at, int) or isinstance(at, bool) or not 0 <= at <= len(text) or not isinstance(add, str):
-        raise ValueError(f"interaction {index}: `at` must be an offset in interaction {base}'s body, `add` text")
+    offset = isinstance(at, int) and not isinstance(at, bool) and 0 <= at <= len(text)
+    if not offset or not isinstance(add, str):
+        raise ValueError(f"interaction {index}: `at` must be an offset in the body of {base}, `add` text")
     return text[:at] + add + text[at:]
