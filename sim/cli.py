@@ -28,6 +28,7 @@ from sim.cassette.replay import replay_file
 from sim.cassette.scrubbing import Scrubber
 from sim.cassette.secrets import require_scrubbable
 from sim.cassette.writer import to_yaml, write_atomically
+from sim.compact_commands import compact, expand
 from sim.core.approval import AllowAllApprover, Approver, DenyAllApprover, TerminalApprover
 from sim.core.errors import CassetteError, ConfigurationError, ScenarioError
 from sim.core.events import RunEvent
@@ -346,6 +347,9 @@ def record(
     api: ApiOption = None,
     chain: Chain = False,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing cassette.")] = False,
+    compact: Annotated[
+        bool, typer.Option("--compact", help="Write request bodies as what they add to the one before.")
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Run the loop live, as `sim run` does, and record the whole session into CASSETTE."""
@@ -369,6 +373,7 @@ def record(
             stream=stream,
             max_completion_tokens=max_completion_tokens,
             secrets=settings.secrets,
+            compact=compact,
         )
     except CassetteError as failure:
         err.print(f"error: {scrubber.text(str(failure))}", markup=False)
@@ -456,6 +461,8 @@ def _report(runner: AgentRunner, ending: RunEnding, as_json: bool, scrubber: Scr
         raise typer.Exit(2 if isinstance(error, ConfigurationError) else 1)
 
 
+app.command()(compact)
+app.command()(expand)
 app.command()(fuzz)
 app.command()(serve)
 app.command()(proxy)

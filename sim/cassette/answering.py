@@ -5,6 +5,10 @@ Requests are matched by method, path and body through an index, so a request's c
 cassette: by their exact bytes first (what our encoder sends is what was recorded), and only on a miss by
 canonical JSON (keys sorted, numbers by value, server-minted ids by position). Identical requests are
 answered in recorded order; each recorded interaction is answered once.
+
+A compact cassette's request that extends an earlier one is matched without rebuilding it: against the
+bytes the client sent for that earlier request, with the addition put where the recording puts it, so a
+request costs the same at turn 10,000 as at turn 10 (no history re-read or re-hashed per request).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from sim.cassette.matching import canonical, describe_difference
 from sim.cassette.reader import RecordedInteraction
 from sim.cassette.writer import without_layout
 
-_Key = tuple[str, str, str]
+_Key = tuple[str, str, str | bytes]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,14 +56,26 @@ def _route(method: str, path: str) -> tuple[str, str]:
 class RecordedAnswers:
     """The interactions of a recording, each handed out once, to the request that matches it."""
 
+    OPEN = 8
+    """Earlier requests (the newest first) whose extensions a request is compared with."""
+
     def __init__(self, interactions: Sequence[RecordedInteraction]) -> None:
         self.interactions = list(interactions)
         self._exact: dict[_Key, deque[int]] = defaultdict(deque)
+        self._children: dict[int, deque[int]] = defaultdict(deque)
+        positions = self._positions = {id(item.request): n for n, item in enumerate(self.interactions)}
         for position, interaction in enumerate(self.interactions):
             request = interaction.request
-            text = without_layout((request.body or b"").decode("utf-8", errors="replace"))
-            self._exact[(*_route(request.method, request.path), text)].append(position)
+            extended = request.extended
+            if extended is not None and extended.tail is not None and id(extended.base) in positions:
+                self._children[positions[id(extended.base)]].append(position)
+            elif extended is None:
+                text = without_layout(request.text or "").encode("utf-8")
+                self._exact[(*_route(request.method, request.path), text)].append(position)
         self._canonical: dict[_Key, deque[int]] | None = None
+        self._sent: dict[int, bytes] = {}
+        """What the client sent for each played request whose extensions are still to come."""
+        self._tails: dict[int, bytes] = {}
         self.played: set[int] = set()
         self.misses: list[Miss] = []
 
@@ -80,17 +96,56 @@ class RecordedAnswers:
                 self._canonical[key].append(position)
         return self._canonical
 
+    def _extension(self, route: tuple[str, str], body: bytes) -> int | None:
+        """The first unplayed extension of a recently played request that `body` is, byte for byte."""
+        for base in list(self._sent)[-self.OPEN :][::-1]:
+            sent = self._sent[base]
+            for child in self._children[base]:
+                if child in self.played:
+                    continue
+                request = self.interactions[child].request
+                extended = request.extended
+                assert extended is not None and extended.tail is not None
+                if _route(request.method, request.path) != route:
+                    continue
+                tail = self._tails.get(id(extended.tail))
+                if tail is None:
+                    tail = self._tails[id(extended.tail)] = without_layout(extended.tail).encode("utf-8")
+                add = without_layout(extended.add).encode("utf-8")
+                cut = len(sent) - len(tail)
+                if (
+                    cut >= 0
+                    and len(body) == len(sent) + len(add)
+                    and body.endswith(tail)
+                    and sent.endswith(tail)
+                    and memoryview(body)[:cut] == memoryview(sent)[:cut]
+                    and memoryview(body)[cut : cut + len(add)] == add
+                ):
+                    return child
+        return None
+
+    def _played(self, position: int, body: bytes) -> None:
+        self.played.add(position)
+        if self._children.get(position):
+            self._sent[position] = body
+        extended = self.interactions[position].request.extended
+        base = self._positions.get(id(extended.base)) if extended is not None else None
+        if base in self._sent and all(child in self.played for child in self._children[base]):
+            del self._sent[base]
+
     def match(self, method: str, path: str, body: bytes) -> RecordedInteraction | Miss:
         """The recorded interaction this request is (now played), or the `Miss` saying how it differs."""
         route = _route(method, path)
-        position = self._take(self._exact, (*route, body.decode("utf-8", errors="replace")))
+        position = self._take(self._exact, (*route, body))
+        if position is None and self._sent:
+            position = self._extension(route, body)
         if position is None:
             position = self._take(self._canonical_index(), (*route, canonical(body)))
         if position is None:
             miss = self._miss(route, body)
             self.misses.append(miss)
             return miss
-        self.played.add(position)
+        self._played(position, body)
         return self.interactions[position]
 
     def _miss(self, route: tuple[str, str], body: bytes) -> Miss:

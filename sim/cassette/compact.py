@@ -32,6 +32,8 @@ LISTS = ("messages", "input")
 FRONTIER = 16
 """Earlier requests per route that a new one is compared with."""
 
+COMPACT_MARK = re.compile(r"^  compact: true$", re.MULTILINE)
+"""How a compact file says so in its `sim:` block (cheap to look for before reading the file)."""
 _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 

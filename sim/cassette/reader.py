@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import zlib
@@ -111,18 +112,60 @@ def decompress(body: bytes) -> bytes:
 
 
 @dataclass(frozen=True, slots=True)
+class Extended:
+    """A compact request body: the `base` request's body with `add` inserted at character `at`."""
+
+    base: RecordedRequest
+    at: int
+    add: str
+    tail: str | None
+    """The base body from `at` on, shared along a chain of requests that each append to the one before
+    (None when not known without rebuilding the base): what replay matches without rebuilding."""
+
+
+@dataclass(frozen=True)
 class RecordedRequest:
-    """A recorded request; `body` is the bytes sent (rebuilt as JSON from a `parsed_body`)."""
+    """A recorded request; `body` is the bytes sent (rebuilt as JSON from a `parsed_body`, and from the
+    request it extends in a compact cassette)."""
 
     method: str
     uri: str
     headers: Headers
-    body: bytes | None
+    stored_body: bytes | None
+    extended: Extended | None = None
 
     @property
     def path(self) -> str:
         """The URL path, e.g. `/v1/chat/completions`."""
         return urlsplit(self.uri).path
+
+    @functools.cached_property
+    def body(self) -> bytes | None:
+        """The body as sent."""
+        return self.stored_body if self.extended is None else (self.text or "").encode("utf-8")
+
+    @functools.cached_property
+    def text(self) -> str | None:
+        """The body as text, rebuilt once when compact (from the nearest request on its chain whose text
+        is known, so reading requests in order rebuilds each from the one before)."""
+        if self.extended is None:
+            return None if self.stored_body is None else self.stored_body.decode("utf-8", errors="replace")
+        steps: list[Extended] = []
+        request: RecordedRequest = self
+        while request.extended is not None and "text" not in request.__dict__:
+            steps.append(request.extended)
+            request = request.extended.base
+        text = request.text or ""
+        for step in reversed(steps):
+            text = text[: step.at] + step.add + text[step.at :]
+        return text
+
+    @functools.cached_property
+    def size(self) -> int:
+        """The body's length in bytes, known without rebuilding a compact one."""
+        if self.extended is None:
+            return len(self.stored_body or b"")
+        return self.extended.base.size + len(self.extended.add.encode("utf-8"))
 
     def json(self) -> Any:
         """The body parsed as JSON, or None when it is not JSON."""
@@ -202,6 +245,17 @@ class Cassette:
     sim: Mapping[str, Any] | None = field(default=None)
     version: Any = 1
     """The format version vcrpy writes last (`1`); a file without it was cut short or not vcrpy's."""
+    compact: bool = False
+    """Whether request bodies may extend earlier ones (`sim compact`); `sim expand` writes them in full."""
+
+
+def load_data(path: Path) -> Any:
+    """A cassette file's data as YAML gives it (limits checked), for tools that rewrite the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise CassetteError(f"{path}: cannot read: {error}") from error
+    return _load(path, text)
 
 
 def read_cassette(path: Path | str) -> Cassette:
@@ -214,16 +268,21 @@ def read_cassette(path: Path | str) -> Cassette:
     data = _load(path, text)
     if not isinstance(data, Mapping) or not isinstance(data.get("interactions"), list):
         raise CassetteError(f"{path}: not a vcrpy cassette (no `interactions` list)")
-    interactions = []
+    interactions: list[RecordedInteraction] = []
     for index, raw in enumerate(data["interactions"]):
         try:
-            interactions.append(_interaction(index, raw))
+            interactions.append(_interaction(index, raw, interactions))
         except BodyTooLarge as error:
             raise CassetteError(f"{path}: interaction {index}: {error}") from None
         except (KeyError, TypeError, ValueError, OSError, EOFError) as error:
             raise CassetteError(f"{path}: interaction {index}: cannot read it: {error}") from None
     sim = data.get("sim")
-    return Cassette(path, tuple(interactions), sim if isinstance(sim, Mapping) else None, data.get("version"))
+    compact = isinstance(sim, Mapping) and sim.get("compact") is True
+    if isinstance(sim, Mapping):  # `compact` says how the file is written, not how the session was recorded
+        sim = {key: value for key, value in sim.items() if key != "compact"} or None
+    return Cassette(
+        path, tuple(interactions), sim if isinstance(sim, Mapping) else None, data.get("version"), compact
+    )
 
 
 def _load(path: Path, text: str) -> Any:
@@ -250,7 +309,32 @@ def _mapping(raw: Any, what: str) -> Mapping[str, Any]:
     return raw
 
 
-def _interaction(index: int, raw: Any) -> RecordedInteraction:
+def _extended(index: int, reference: Mapping[str, Any], earlier: list[RecordedInteraction]) -> Extended:
+    """A compact body's reference, checked: an earlier interaction with a text body, an offset in it."""
+    base, at, add = reference.get("extends"), reference.get("at"), reference.get("add")
+    if not isinstance(base, int) or isinstance(base, bool) or not 0 <= base < index:
+        raise ValueError(f"`extends` must name an earlier interaction, not {base!r}")
+    request = earlier[base].request
+    if request.stored_body is None and request.extended is None:
+        raise ValueError(f"it extends interaction {base}, whose request has no body")
+    if (
+        not isinstance(at, int)
+        or isinstance(at, bool)
+        or not 0 <= at <= request.size
+        or not isinstance(add, str)
+    ):
+        raise ValueError(f"`at` must be an offset in the body of interaction {base}, and `add` text")
+    tail: str | None
+    if request.extended is None:
+        tail = (request.text or "")[at:]
+    elif at == request.extended.at + len(request.extended.add):
+        tail = request.extended.tail
+    else:
+        tail = None
+    return Extended(request, at, add, tail)
+
+
+def _interaction(index: int, raw: Any, earlier: list[RecordedInteraction]) -> RecordedInteraction:
     raw = _mapping(raw, "interactions[]")
     request = _mapping(raw.get("request"), "request")
     response = _mapping(raw.get("response"), "response")
@@ -259,6 +343,7 @@ def _interaction(index: int, raw: Any) -> RecordedInteraction:
     body = request.get("body")
     if "parsed_body" in request:
         body = request["parsed_body"]
+    extended = _extended(index, body, earlier) if isinstance(body, Mapping) and "extends" in body else None
     status = response.get("status", {})
     response_body = (
         _body_bytes(response["parsed_body"] if "parsed_body" in response else response.get("body")) or b""
@@ -269,7 +354,8 @@ def _interaction(index: int, raw: Any) -> RecordedInteraction:
             method=str(request.get("method", "GET")).upper(),
             uri=str(request["uri"]),
             headers=_headers(request.get("headers")),
-            body=_body_bytes(body),
+            stored_body=None if extended else _body_bytes(body),
+            extended=extended,
         ),
         RecordedResponse(
             status=int(status.get("code", 200)) if isinstance(status, Mapping) else int(status),

@@ -58,6 +58,7 @@ def record_run(
     stream: bool,
     max_completion_tokens: int | None,
     secrets: tuple[str, ...],
+    compact: bool = False,
 ) -> RunEnding:
     """Run `prompt` on `runner` while vcrpy records; then write the cassette, atomically.
 
@@ -102,5 +103,5 @@ def record_run(
         error=str(ending.error) if ending.error else None,
         tool_results={key: results[call] for key, call in named.items() if call not in echoed},
     )
-    write_cassette(path, exchanges, sim=session.model_dump(mode="json"), secrets=secrets)
+    write_cassette(path, exchanges, sim=session.model_dump(mode="json"), secrets=secrets, compact=compact)
     return ending

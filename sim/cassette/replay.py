@@ -135,7 +135,9 @@ def replayable(cassette: Cassette) -> Replay:
 
 def recorded_results(session: RecordedSession, chats: Sequence[RecordedInteraction]) -> dict[str, ToolResult]:
     """Every tool result of the recording: those the requests echo, and those the `sim:` block keeps."""
-    echoed = echoed_results((interaction.request.body for interaction in chats), session.api)
+    # only the largest body is read: a compact cassette's others are never rebuilt
+    largest = max(chats, key=lambda interaction: interaction.request.size, default=None)
+    echoed = echoed_results([largest.request.body] if largest else [], session.api)
     results = {call_key(*call): result_from_text(text) for call, text in echoed.items()}
     results.update(session.tool_results)
     return results

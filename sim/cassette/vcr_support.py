@@ -15,9 +15,11 @@ from vcr.persisters.filesystem import CassetteNotFoundError
 from vcr.serialize import deserialize
 from vcr.serializers import yamlserializer
 
+from sim.cassette.compact import COMPACT_MARK, expand_data
 from sim.cassette.matching import canonical, describe_difference
+from sim.cassette.reader import load_data
 from sim.cassette.secrets import MIN_KEY_CHARS, SECRET_HEADERS
-from sim.cassette.writer import exchanges_from_vcr, write_cassette
+from sim.cassette.writer import exchanges_from_vcr, to_yaml, write_cassette
 
 RECORD_MODES = ("none", "once", "all")
 
@@ -43,7 +45,10 @@ class SimPersister:
         path = Path(cassette_path)
         if not path.is_file():
             raise CassetteNotFoundError()
-        return deserialize(path.read_text(encoding="utf-8"), yamlserializer)
+        text = path.read_text(encoding="utf-8")
+        if COMPACT_MARK.search(text):  # vcrpy reads only the plain form: expand it first
+            text = to_yaml(expand_data(load_data(path)))
+        return deserialize(text, yamlserializer)
 
     def save_cassette(self, cassette_path: str, cassette_dict: Mapping[str, Any], serializer: Any) -> None:
         """Write the interactions readably and atomically, scrubbed of secrets."""

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from sim.cassette.compact import compact_data
 from sim.cassette.reader import decompress
 from sim.cassette.scrubbing import Scrubber, is_event_stream_text
 from sim.cassette.secrets import SECRET_HEADERS, STALE_HEADERS
@@ -179,10 +180,17 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 def write_cassette(
-    path: Path, exchanges: Iterable[Exchange], *, sim: Mapping[str, Any] | None, secrets: tuple[str, ...]
+    path: Path,
+    exchanges: Iterable[Exchange],
+    *,
+    sim: Mapping[str, Any] | None,
+    secrets: tuple[str, ...],
+    compact: bool = False,
 ) -> None:
-    """Write a cassette atomically; `CassetteError` (and no file) if a known secret would be written."""
-    text = to_yaml(cassette_data(exchanges, sim=sim, secrets=secrets))
+    """Write a cassette atomically (`compact`: request bodies that extend earlier ones as references);
+    `CassetteError` (and no file) if a known secret would be written."""
+    data = cassette_data(exchanges, sim=sim, secrets=secrets)
+    text = to_yaml(compact_data(data) if compact else data)
     if Scrubber(secrets).holds_secret(text):
         raise CassetteError(f"{path}: refusing to write a cassette that still holds a secret")
     write_atomically(path, text)
