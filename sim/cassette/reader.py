@@ -163,9 +163,13 @@ class RecordedRequest:
     @functools.cached_property
     def size(self) -> int:
         """The body's length in bytes, known without rebuilding a compact one."""
-        if self.extended is None:
-            return len(self.stored_body or b"")
-        return self.extended.base.size + len(self.extended.add.encode("utf-8"))
+        added = 0
+        request: RecordedRequest = self
+        while request.extended is not None and "size" not in request.__dict__:
+            added += len(request.extended.add.encode("utf-8"))
+            request = request.extended.base
+        known = request.__dict__.get("size")
+        return added + (known if known is not None else len(request.stored_body or b""))
 
     def json(self) -> Any:
         """The body parsed as JSON, or None when it is not JSON."""

@@ -335,3 +335,19 @@ def test_a_session_recorded_again_with_new_server_ids_still_matches(tmp_path: Pa
         asyncio.run(replay_cassette(path)).problems[0]
         == 'turn 1: model: recorded "sim-model" != now "another-model"'
     )
+
+
+@pytest.mark.parametrize("api", [[], ["--api", "responses"]], ids=["chat", "responses"])
+def test_a_compact_recording_replays_and_holds_no_secret(tmp_path: Path, api: list[str]) -> None:
+    cassette = tmp_path / "parallel.yaml"
+    with served(ROOT / "scenarios" / "parallel-calls.yaml") as base_url:
+        done = record(base_url, cassette, tmp_path, "What is in this folder, and which Python is installed?",
+                      "--approve", "always", "--compact", *api)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = cassette.read_text()
+    assert all(secret not in text for secret in (KEY, ORG, PROJECT))
+    data = yaml.safe_load(text)
+    assert data["sim"]["compact"] is True
+    assert data["interactions"][1]["request"]["body"]["extends"] == 0
+    report = asyncio.run(replay_cassette(cassette))
+    assert report.problems == () and report.outcome == "completed"

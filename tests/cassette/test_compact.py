@@ -1,0 +1,207 @@
+"""Compact cassettes: every body rebuilt byte for byte, `expand(compact(x))` is `x` for what sim writes,
+everything reads the compact form (replay, show, check, convert, serve, the marker and cassette items),
+requests that rewrite history stay in full, and broken references get one line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+import yaml
+
+from sim.cassette.compact import compact_data, expand_data
+from sim.cassette.reader import load_data, read_cassette
+from sim.cassette.replay import replay_cassette
+from sim.cassette.writer import to_yaml
+from sim.core.errors import CassetteError
+from sim.server.cassette_server import CassetteServer
+from tests.corpus import needs_corpus, real_cassettes
+
+ROOT = Path(__file__).resolve().parents[2]
+BUNDLED = sorted((ROOT / "cassettes").rglob("*.yaml"))
+SIM = [sys.executable, "-m", "sim.cli"]
+
+
+def compacted(original: Path, folder: Path) -> Path:
+    path = folder / f"compact-{original.parent.name}-{original.name}"
+    path.write_text(to_yaml(compact_data(load_data(original))))
+    return path
+
+
+@pytest.mark.parametrize("original", BUNDLED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_bundled_cassettes_round_trip_byte_for_byte_and_replay(tmp_path: Path, original: Path) -> None:
+    path = compacted(original, tmp_path)
+    plain, compact = read_cassette(original), read_cassette(path)
+    assert compact.compact and not plain.compact and compact.sim == plain.sim
+    assert [i.request.body for i in compact.interactions] == [i.request.body for i in plain.interactions]
+    chained = bool(plain.sim and plain.sim.get("chain"))  # each request sends only what is new: nothing to do
+    assert any(i.request.extended for i in compact.interactions) is not chained
+    assert (path.stat().st_size < original.stat().st_size) is not chained
+    assert to_yaml(expand_data(load_data(path))) == original.read_text()
+    report = asyncio.run(replay_cassette(path))
+    assert report.passed, report.problems
+
+
+@needs_corpus
+@pytest.mark.parametrize("folder", ["", "responses"])
+def test_every_real_cassette_rebuilds_each_body_and_expands_to_the_same_data(
+    tmp_path: Path, folder: str
+) -> None:
+    paths = real_cassettes(folder)
+    assert paths
+    extended = 0
+    for original in paths:
+        path = compacted(original, tmp_path)
+        plain, compact = read_cassette(original), read_cassette(path)
+        for before, after in zip(plain.interactions, compact.interactions, strict=True):
+            assert after.request.body == before.request.body, (original.name, before.index)
+            assert after.response.body == before.response.body
+            extended += after.request.extended is not None
+        data = load_data(original)
+        assert expand_data(load_data(path)) == {**data, **({"sim": data["sim"]} if "sim" in data else {})}
+        asyncio.run(_serves_its_recording(path))
+    assert extended > 0  # the corpus's conversations did extend
+
+
+async def _serves_its_recording(path: Path) -> None:
+    cassette = read_cassette(path)
+    server = CassetteServer(cassette)
+    async with httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app=server.app), base_url="http://sim"
+    ) as client:
+        for interaction in cassette.interactions:
+            request = interaction.request
+            response = await client.request(request.method, request.path, content=request.body or b"")
+            assert (response.status_code, response.content) == (
+                interaction.response.status,
+                interaction.response.body,
+            )
+    assert server.consumed and not server.problems()
+
+
+def _conversation(*bodies: dict[str, Any]) -> dict[str, Any]:
+    interactions = [
+        {"request": {"body": to_yaml_body(body), "headers": {}, "method": "POST",
+                     "uri": "https://api.openai.com/v1/chat/completions"},
+         "response": {"body": {"string": "{}"}, "headers": {}, "status": {"code": 200, "message": "OK"}}}
+        for body in bodies
+    ]  # fmt: skip
+    return {"interactions": interactions, "version": 1}
+
+
+def to_yaml_body(body: dict[str, Any]) -> str:
+    from sim.cassette.writer import json_lines
+
+    return json_lines(body)
+
+
+def message(role: str, content: str) -> dict[str, str]:
+    return {"role": role, "content": content}
+
+
+def test_requests_that_rewrite_history_stay_in_full() -> None:
+    system, user = message("system", "Be brief."), message("user", "Hi")
+    reply, again = message("assistant", "Hello"), message("user", "And?")
+    data = _conversation(
+        {"model": "m", "messages": [system, user]},
+        {"model": "m", "messages": [system, user, reply, again]},  # extends 0
+        {
+            "model": "m",
+            "messages": [message("system", "Be long."), user, reply, again],
+        },  # changed instructions
+        {"model": "m", "messages": [system, again]},  # dropped messages
+        {"model": "m", "messages": [system, user, reply, again, reply]},  # extends 1 (still on the frontier)
+        {"model": "other", "messages": [system, user, reply, again, reply, again]},  # another model: in full
+    )
+    bodies = [i["request"]["body"] for i in compact_data(data)["interactions"]]
+    assert [b["extends"] if isinstance(b, dict) else None for b in bodies] == [None, 0, None, None, 1, None]
+    assert expand_data(compact_data(data)) == {**data, "interactions": data["interactions"]}
+
+
+@pytest.mark.parametrize(
+    ("reference", "said"),
+    [
+        ({"extends": 5, "at": 1, "add": ",{}"}, "`extends` must name an earlier interaction"),
+        ({"extends": "0", "at": 1, "add": ",{}"}, "`extends` must name an earlier interaction"),
+        ({"extends": 0, "at": 10**9, "add": ",{}"}, "`at` must be an offset"),
+        ({"extends": 0, "at": 1, "add": ["x"]}, "`at` must be an offset"),
+    ],
+)
+def test_a_broken_reference_is_one_line_naming_the_interaction(
+    tmp_path: Path, reference: dict[str, Any], said: str
+) -> None:
+    data = _conversation({"model": "m", "messages": [message("user", "Hi")]}, {"model": "m", "messages": []})
+    data["interactions"][1]["request"]["body"] = reference
+    path = tmp_path / "broken.yaml"
+    path.write_text(to_yaml(data))
+    with pytest.raises(CassetteError, match=f"interaction 1: .*{said[:20]}"):
+        read_cassette(path)
+    done = subprocess.run(
+        [*SIM, "expand", str(path)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 1 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_long_chain_is_read_without_recursion(tmp_path: Path) -> None:
+    messages = [message("user", "Start")]
+    bodies = []
+    for turn in range(3000):
+        messages = [*messages, message("assistant", f"turn {turn}")]
+        bodies.append({"model": "m", "messages": messages})
+    data = compact_data(_conversation(*bodies))
+    path = tmp_path / "long.yaml"
+    path.write_text(to_yaml(data))
+    last = read_cassette(path).interactions[-1].request
+    assert last.size == len(to_yaml_body(bodies[-1]).encode())
+    assert json.loads(last.body or b"")["messages"][-1]["content"] == "turn 2999"
+
+
+def test_a_divergence_in_a_compact_cassette_names_the_turn_and_the_path(tmp_path: Path) -> None:
+    data = load_data(ROOT / "cassettes" / "echo-42.yaml")
+    reply = data["interactions"][0]["response"]["body"]["string"]
+    data["interactions"][0]["response"]["body"]["string"] = reply.replace("echo 42", "echo 43")
+    path = tmp_path / "changed.yaml"
+    path.write_text(to_yaml(compact_data(data)))
+    report = asyncio.run(replay_cassette(path))
+    assert report.problems[0].startswith("turn 2: messages[2].tool_calls[0].function.arguments: recorded")
+
+
+def test_show_check_and_convert_read_the_compact_form(tmp_path: Path) -> None:
+    path = compacted(ROOT / "cassettes" / "parallel-calls.yaml", tmp_path)
+    for command in (
+        ["show", str(path)],
+        ["check", str(path)],
+        ["convert", str(path), "-o", str(tmp_path / "s.yaml")],
+    ):
+        done = subprocess.run([*SIM, *command], capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert yaml.safe_load((tmp_path / "s.yaml").read_text())["replies"]
+
+
+def test_the_marker_and_cassette_items_read_compact_cassettes(tmp_path: Path) -> None:
+    (tmp_path / "cassettes" / "test_weather").mkdir(parents=True)
+    (tmp_path / "test_weather.py").write_text(
+        (ROOT / "examples" / "frameworks" / "test_weather.py").read_text()
+    )
+    for original in (ROOT / "examples" / "frameworks" / "cassettes" / "test_weather").glob("*.yaml"):
+        target = tmp_path / "cassettes" / "test_weather" / original.name
+        target.write_text(to_yaml(compact_data(load_data(original))))
+    items = tmp_path / "items"
+    items.mkdir()
+    for original in BUNDLED[:2]:
+        compacted(original, items)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "test_weather.py", "-q", "-p", "no:cacheprovider", "--rootdir",
+         str(tmp_path), "--sim-cassettes", str(items)],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+        timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "8 passed" in done.stdout
