@@ -8,7 +8,12 @@ Recording (not timed): `sim serve` plays a generated scenario whose model calls 
 - the reference, plain vcrpy on the same cassette in the same process: each recorded request asked of a
   vcrpy `Cassette` matching on the body (the canonical-JSON matcher), and positionally (method and path).
 
-Run: python bench/replay.py [--turns 100 1000] [--repeats 3] [--api chat responses]
+Then each recorded cassette compacted (`sim compact`) and replayed the same way. A 10,000-turn session
+cannot be recorded plain (its requests would hold 12 GB), so its compact cassette is continued from the
+recorded 100-turn one: the same interactions with the turn's numbers (call ids, commands, outputs,
+server ids) counted on, every body exactly what the loop sends at that turn (the replay checks it).
+
+Run: python bench/replay.py [--turns 100 1000] [--long 10000] [--repeats 3] [--api chat responses]
 """
 
 from __future__ import annotations
@@ -28,9 +33,11 @@ import vcr
 from vcr.cassette import Cassette
 from vcr.request import Request
 
-from sim.cassette.reader import read_cassette
+from sim.cassette.compact import compact_data
+from sim.cassette.reader import load_data, read_cassette
 from sim.cassette.replay import replay_cassette
 from sim.cassette.vcr_support import SimPersister, canonical_body
+from sim.cassette.writer import to_yaml
 
 SIM = [sys.executable, "-m", "sim.cli"]
 VCR_REFERENCE_UP_TO = 100  # vcrpy's body matching is quadratic: above this it takes too long to wait for
@@ -96,18 +103,92 @@ def time_vcrpy(cassette: Path, match_on: tuple[str, ...]) -> float:
     return time.perf_counter() - started
 
 
+def compacted(cassette: Path) -> Path:
+    path = cassette.with_name(f"compact-{cassette.name}")
+    path.write_text(to_yaml(compact_data(load_data(cassette))))
+    return path
+
+
+def _numbered(text: str, shift: int, calls: tuple[int, ...]) -> str:
+    """`text` with the turn numbers in `calls` counted on by `shift` (ids, commands, outputs, server ids)."""
+    for number in calls:
+        now = number + shift
+        for old, new in (
+            (f'call_{number}"', f'call_{now}"'),
+            (f'echo {number}\\"', f'echo {now}\\"'),
+            (f'"output":"{number}"', f'"output":"{now}"'),
+            (f'"content":"{number}"', f'"content":"{now}"'),
+            (f"sim{number + 1:06d}", f"sim{now + 1:06d}"),
+        ):
+            text = text.replace(old, new)
+    return text
+
+
+def continued(compact_100: Path, turns: int) -> Path:
+    """The recorded 100-turn compact session continued to `turns` turns."""
+    data = load_data(compact_100)
+    recorded = data["interactions"]
+    middle, last = recorded[50], recorded[-1]
+    interactions = recorded[:50]
+    at = middle["request"]["body"]["at"]
+    for turn in range(50, turns - 1):
+        shift = turn - 50
+        add = _numbered(middle["request"]["body"]["add"], shift, (49,))
+        response = _numbered(middle["response"]["body"]["string"], shift, (50,))
+        body = {"extends": turn - 1, "at": at, "add": add}
+        request, answer = (
+            {**middle["request"], "body": body},
+            {**middle["response"], "body": {"string": response}},
+        )
+        interactions.append({**middle, "request": request, "response": answer})
+        at += len(add)
+    add = _numbered(last["request"]["body"]["add"], turns - 100, (98,))
+    interactions.append(
+        {**last, "request": {**last["request"], "body": {"extends": turns - 2, "at": at, "add": add}}}
+    )
+    sim = {**data["sim"], "turns": turns, "max_turns": turns}
+    path = compact_100.with_name(f"continued-{turns}-{compact_100.name}")
+    path.write_text(to_yaml({**data, "interactions": interactions, "sim": sim}))
+    return path
+
+
+def compact_rows(api: str, cassettes: dict[int, Path], long: int, repeats: int) -> None:
+    rates = {}
+    rows = []
+    forms = [(turns, "compact", compacted(path)) for turns, path in sorted(cassettes.items())]
+    if long and 100 in cassettes:
+        forms.append((long, "compact (continued)", continued(forms[0][2], long)))
+    for turns, form, path in [(t, "plain", p) for t, p in sorted(cassettes.items())] + forms:
+        runs = [time_sim_replay(path) for _ in range(repeats)]
+        seconds = statistics.median(s for s, _ in runs)
+        rate = runs[0][1] / seconds
+        if form != "plain":
+            rates[turns] = rate
+        rows.append((turns, form, path.stat().st_size / 1e6, seconds, rate))
+    for turns, form, size, seconds, rate in rows:
+        versus = f"{rate / rates[100]:.2f}x" if form != "plain" and 100 in rates else ""
+        print(f"| {api} | {turns:,} | {form} | {size:,.2f} | {seconds:.2f} | {rate:,.0f} | {versus} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, nargs="+", default=[100, 1000])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--api", nargs="+", default=["chat", "responses"])
+    parser.add_argument("--long", type=int, default=10_000)
+    parser.add_argument("--compact-only", action="store_true", help="Only the plain/compact table.")
     options = parser.parse_args()
     columns = ["API", "turns", "cassette MB", "sim replay s", "sim replay interactions/s"]
     print("| " + " | ".join([*columns, "vcrpy body-matched /s", "vcrpy positional /s"]) + " |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as folder:
+        recorded = {
+            (api, turns): record(turns, Path(folder), api) for api in options.api for turns in options.turns
+        }
         for api, turns in ((api, turns) for api in options.api for turns in options.turns):
-            cassette = record(turns, Path(folder), api)
+            if options.compact_only:
+                break
+            cassette = recorded[(api, turns)]
             size = cassette.stat().st_size / 1e6
             runs = [time_sim_replay(cassette) for _ in range(options.repeats)]
             seconds = statistics.median(s for s, _ in runs)
@@ -127,6 +208,11 @@ def main() -> None:
                 f" | {body_rate}"
                 f" | {interactions / positional:,.0f} |"
             )
+        print("\n| API | turns | form | cassette MB | sim replay s | interactions/s | rate vs compact 100 |")
+        print("|---|---:|---|---:|---:|---:|---:|")
+        for api in options.api:
+            compact_rows(api, {turns: recorded[(api, turns)] for turns in options.turns}, options.long,
+                         options.repeats)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -156,8 +156,14 @@ class RecordedRequest:
             steps.append(request.extended)
             request = request.extended.base
         text = request.text or ""
-        for step in reversed(steps):
-            text = text[: step.at] + step.add + text[step.at :]
+        steps.reverse()
+        while steps:  # additions that each go right after the one before are joined in one pass
+            run = 1
+            while run < len(steps) and steps[run].at == steps[run - 1].at + len(steps[run - 1].add):
+                run += 1
+            at = steps[0].at
+            text = text[:at] + "".join(step.add for step in steps[:run]) + text[at:]
+            del steps[:run]
         return text
 
     @functools.cached_property

@@ -143,6 +143,10 @@ _BaseDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 class _ReadableDumper(_BaseDumper):  # type: ignore[misc]
     """Multi-line text as `|` blocks, so that bodies read as they were sent (libyaml's emitter if present)."""
 
+    def ignore_aliases(self, data: Any) -> bool:
+        """Never anchors and aliases: a value used twice is written twice (readers refuse alias bombs)."""
+        return True
+
 
 def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     style = "|" if "\n" in value else None
