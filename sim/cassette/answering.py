@@ -118,8 +118,8 @@ class RecordedAnswers:
                     and len(body) == len(sent) + len(add)
                     and body.endswith(tail)
                     and sent.endswith(tail)
-                    and memoryview(body)[:cut] == memoryview(sent)[:cut]
-                    and memoryview(body)[cut : cut + len(add)] == add
+                    and body[cut : cut + len(add)] == add
+                    and body.startswith(sent[:cut])  # one copy and a memcmp: C speed, however long
                 ):
                     return child
         return None

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import json
 import re
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -268,9 +270,26 @@ def load_data(path: Path) -> Any:
     return _load(path, text)
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused: reading builds hundreds of thousands of acyclic objects, and
+    each full collection would walk all of them again (reading a 4,000-turn cassette took 3 times as long)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def read_cassette(path: Path | str) -> Cassette:
     """Read any vcrpy cassette; `CassetteError` saying where when it cannot be read."""
-    path = Path(path)
+    with _collector_paused():
+        return _read_cassette(Path(path))
+
+
+def _read_cassette(path: Path) -> Cassette:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
