@@ -83,10 +83,10 @@ MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
 class BodyTooLarge(ValueError):
-    """A compressed body that unpacks to more than `MAX_BODY_BYTES`."""
+    """A compressed body that unpacks, or a compact one that rebuilds, to more than `MAX_BODY_BYTES`."""
 
-    def __init__(self) -> None:
-        super().__init__(f"the body decompresses to more than {MAX_BODY_BYTES // (1024 * 1024)} MiB")
+    def __init__(self, how: str = "decompresses") -> None:
+        super().__init__(f"the body {how} to more than {MAX_BODY_BYTES // (1024 * 1024)} MiB")
 
 
 def _inflate(body: bytes, wbits: int) -> bytes:
@@ -354,6 +354,8 @@ def _extended(index: int, reference: Mapping[str, Any], earlier: list[RecordedIn
     ):
         raise ValueError(f"`at` must be an offset in the body of interaction {base}, and `add` text")
     tail: str | None
+    if request.size + len(add) > MAX_BODY_BYTES:  # a chain of references must not rebuild into a bomb
+        raise BodyTooLarge("rebuilds")
     if request.extended is None:
         tail = (request.text or "")[at:]
     elif at == request.extended.at + len(request.extended.add):

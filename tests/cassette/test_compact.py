@@ -205,3 +205,18 @@ def test_the_marker_and_cassette_items_read_compact_cassettes(tmp_path: Path) ->
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "8 passed" in done.stdout
+
+
+def test_references_that_rebuild_into_a_bomb_are_refused(tmp_path: Path) -> None:
+    data = _conversation({"model": "m", "messages": [message("user", "Hi")]})
+    first = data["interactions"][0]
+    at = len(first["request"]["body"]) - 4
+    add = ",\n    " + json.dumps(message("user", "x" * 1_000_000))
+    for index in range(1, 80):  # each adds 1 MB to the one before: the last would be 79 MB
+        body = {"extends": index - 1, "at": at, "add": add}
+        data["interactions"].append({**first, "request": {**first["request"], "body": body}})
+        at += len(add)
+    path = tmp_path / "bomb.yaml"
+    path.write_text(to_yaml(data))
+    with pytest.raises(CassetteError, match=r"interaction 6\d: the body rebuilds to more than 64 MiB"):
+        read_cassette(path)
