@@ -15,14 +15,44 @@ def dumps(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def assemble(fields: Mapping[str, Any], key: str, items: Iterable[bytes], tools: bytes) -> bytes:
-    """`{**fields, key: [items...], "tools": tools}`; tools left out when empty."""
-    parts = [dumps(dict(fields))[:-1], f',"{key}":['.encode() if fields else f'"{key}":['.encode()]
-    parts += [b",".join(filter(None, items)), b"]"]  # a message may encode to no item at all
+def assemble(fields: Mapping[str, Any], key: str, joined: bytes | bytearray, tools: bytes) -> bytes:
+    """`{**fields, key: [joined], "tools": tools}`, `joined` being the list's items joined with commas; tools
+    left out when empty."""
+    parts: list[bytes | bytearray] = [dumps(dict(fields))[:-1]]
+    parts += [f',"{key}":['.encode() if fields else f'"{key}":['.encode(), joined, b"]"]
     if tools:
         parts += [b',"tools":', tools]
     parts.append(b"}")
     return b"".join(parts)
+
+
+class GrowingItems:
+    """The encoded list items of a growing history, kept one by one and also joined with commas as they
+    come, so that a body costs one copy of the history rather than a pass over each of its items."""
+
+    __slots__ = ("_joined", "items")
+
+    def __init__(self) -> None:
+        self.items: list[bytes] = []
+        self._joined = bytearray()
+
+    def clear(self) -> None:
+        """Start again from no item."""
+        self.items = []
+        self._joined = bytearray()
+
+    def extend(self, encoded: Iterable[bytes]) -> None:
+        """Add items; an empty one (a message with no item at all) is kept in `items` but not joined."""
+        for item in encoded:
+            self.items.append(item)
+            if item:
+                if self._joined:
+                    self._joined += b","
+                self._joined += item
+
+    def joined(self, start: int = 0) -> bytes | bytearray:
+        """The items from `start` on, joined with commas."""
+        return self._joined if start == 0 else b",".join(filter(None, self.items[start:]))
 
 
 class EncodedTools:

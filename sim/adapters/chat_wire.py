@@ -6,7 +6,7 @@ import re
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
-from sim.adapters.body_bytes import EncodedTools, assemble, dumps
+from sim.adapters.body_bytes import EncodedTools, GrowingItems, assemble, dumps
 from sim.core.errors import MessageContractError, ModelReplyError
 from sim.core.messages import (
     AssistantMessage,
@@ -53,7 +53,7 @@ class RequestEncoder:
 
     def __init__(self) -> None:
         self._previous: Sequence[ChatMessage] = ()
-        self._encoded: list[bytes] = []
+        self._encoded = GrowingItems()
         self._tools = EncodedTools(tool_to_wire)
 
     def body(self, request: ModelRequest, fields: Mapping[str, Any]) -> bytes:
@@ -61,11 +61,11 @@ class RequestEncoder:
         messages = request.messages
         new = messages.new_since(self._previous) if isinstance(messages, HistoryView) else None
         if new is None:
-            self._encoded = []
+            self._encoded.clear()
             new = messages
         self._encoded.extend(dumps(message_to_wire(m)) for m in new)
         self._previous = messages
-        return assemble(fields, "messages", self._encoded, self._tools.of(request.tools))
+        return assemble(fields, "messages", self._encoded.joined(), self._tools.of(request.tools))
 
 
 def _fail(message: str) -> ModelReplyError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
-from sim.adapters.body_bytes import EncodedTools, assemble, dumps
+from sim.adapters.body_bytes import EncodedTools, GrowingItems, assemble, dumps
 from sim.adapters.chat_wire import STREAM_ENDED_EARLY, content_text, well_formed
 from sim.core.errors import MessageContractError, ModelAPIError, ModelReplyError
 from sim.core.messages import (
@@ -83,7 +83,7 @@ class ItemEncoder:
 
     def __init__(self) -> None:
         self._previous: Sequence[ChatMessage] = ()
-        self._encoded: list[bytes] = []
+        self._encoded = GrowingItems()
         """Each history message's items (without the system prompt), comma-joined."""
         self._tools = EncodedTools(tool_to_wire)
 
@@ -94,12 +94,12 @@ class ItemEncoder:
         new = messages.new_since(self._previous) if isinstance(messages, HistoryView) else None
         has_system = bool(messages) and isinstance(messages[0], SystemMessage)
         if new is None:
-            self._encoded = []
+            self._encoded.clear()
             new = messages[1:] if has_system else messages
         self._encoded.extend(b",".join(dumps(item) for item in message_to_items(m)) for m in new)
         self._previous = messages
         head = {**fields, "instructions": messages[0].content} if has_system else dict(fields)
-        return assemble(head, "input", self._encoded[start:], self._tools.of(request.tools))
+        return assemble(head, "input", self._encoded.joined(start), self._tools.of(request.tools))
 
 
 def _fail(message: str) -> ModelReplyError:
