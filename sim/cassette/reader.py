@@ -267,7 +267,8 @@ def load_data(path: Path) -> Any:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise CassetteError(f"{path}: cannot read: {error}") from error
-    return _load(path, text)
+    with _collector_paused():
+        return _load(path, text)
 
 
 @contextlib.contextmanager
