@@ -13,12 +13,12 @@ import typer
 from rich.progress import Progress
 from rich.text import Text
 
-from sim.cassette.writer import to_yaml, write_atomically
 from sim.core.errors import ConfigurationError
 from sim.reports.build import fuzzed, fuzzed_target
 from sim.scenario.loader import load_scenario
 from sim.terminal import JsonFlag, PlayVia, ReportFile, err, open_one, out, usage_error, write_report_if_asked
 from sim.testing.campaign import fuzz as fuzz_campaign
+from sim.testing.campaign import save_scenario
 from sim.testing.invariants import Violation
 from sim.testing.replies import Profile
 from sim.testing.target import (
@@ -111,7 +111,7 @@ def fuzz(
             "requests": campaign.requests,
             "round_trips": campaign.round_trips,
             "raised": dict(campaign.raised),
-            "violations": [{"invariant": v.invariant, "detail": v.detail} for v in campaign.violations],
+            "violations": _as_json(campaign.violations),
             "saved": str(campaign.saved) if campaign.saved else None,
             "nothing_tested": vacuous,
         }
@@ -140,14 +140,14 @@ def _say(violations: list[Violation]) -> None:
 def _save(campaign: TargetCampaign, folder: Path, seed: int) -> Path:
     """The failing run's replies as a scenario (its findings in the description)."""
     assert campaign.failure is not None
-    data = campaign.failure.scenario.model_dump(mode="json", exclude_defaults=True)
-    data["name"] = f"fuzz-target-seed-{seed}"
     broke = "; ".join(map(str, campaign.violations))
     drawn = f"sim fuzz --target {campaign.target} ({campaign.profile} profile, seed {seed})"
-    data["description"] = f"Drawn by {drawn}. It found: {broke}"
-    path = folder / f"fuzz-target-seed-{seed}.yaml"
-    write_atomically(path, to_yaml(data))
-    return path
+    name, description = f"fuzz-target-seed-{seed}", f"Drawn by {drawn}. It found: {broke}"
+    return save_scenario(campaign.failure.scenario, folder, name, description)
+
+
+def _as_json(violations: list[Violation]) -> list[dict[str, str]]:
+    return [{"invariant": v.invariant, "detail": v.detail} for v in violations]
 
 
 def _replay(function: Target, file: Path, allow: tuple[str, ...], as_json: bool) -> None:
@@ -157,7 +157,7 @@ def _replay(function: Target, file: Path, allow: tuple[str, ...], as_json: bool)
     raised = f"{type(run.raised).__name__}" if run.raised is not None else None
     if as_json:
         summary = {"requests": run.simulator.received, "raised": raised,
-                   "violations": [{"invariant": v.invariant, "detail": v.detail} for v in found]}  # fmt: skip
+                   "violations": _as_json(found)}  # fmt: skip
         out.print_json(json.dumps(summary))
     else:
         requests = f"{run.simulator.received} requests"
@@ -184,7 +184,7 @@ def _own_loop(
             "runs": report.runs,
             "outcomes": dict(report.outcomes),
             "tool_results": dict(report.error_codes),
-            "violations": [{"invariant": v.invariant, "detail": v.detail} for v in violations],
+            "violations": _as_json(violations),
             "saved": str(report.saved) if report.saved else None,
         }
         out.print_json(json.dumps(summary))

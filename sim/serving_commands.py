@@ -4,6 +4,7 @@ program's traffic to the real API)."""
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 from typing import Annotated
 from urllib.parse import urlsplit
@@ -37,6 +38,15 @@ def _listening(host: str, port: int) -> AppServer:
         raise usage_error(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
 
 
+def _tell(problems: list[str], received: int, by_api: Counter[str], answered: str) -> None:
+    """What went wrong, a line each, then how many requests came (per API) and what was answered."""
+    for problem in problems:
+        err.print(f"! {problem}", markup=False)
+    counts = ", ".join(f"{api} {count}" for api, count in sorted(by_api.items()))
+    shown = f" ({counts})" if counts else ""
+    err.print(f"served {received} requests{shown}; {answered}", markup=False)
+
+
 def serve(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="The scenario or cassette to serve.")],
     host: Host = "127.0.0.1",
@@ -67,11 +77,7 @@ def serve(
 
     server.run(on_ready=ready)
     problems = simulator.problems + simulator.unused()
-    for problem in problems:
-        err.print(f"! {problem}", markup=False)
-    by_api = ", ".join(f"{api} {count}" for api, count in sorted(simulator.received_by.items()))
-    shown = f" ({by_api})" if by_api else ""
-    err.print(f"served {simulator.received} requests{shown}; {simulator.answered} replies sent", markup=False)
+    _tell(problems, simulator.received, simulator.received_by, f"{simulator.answered} replies sent")
     if problems and (once or simulator.problems):
         raise typer.Exit(1)
 
@@ -92,13 +98,8 @@ def _serve_cassette(file: Path, host: str, port: int, once: bool) -> None:
 
     server.run(on_ready=ready)
     problems = served.problems() + (served.unplayed() if once else [])
-    for problem in problems:
-        err.print(f"! {problem}", markup=False)
-    by_api = ", ".join(f"{api} {count}" for api, count in sorted(served.received_by.items()))
-    shown = f" ({by_api})" if by_api else ""
-    played = len(served.answers.played)
-    err.print(f"served {served.received} requests{shown}; {played} of {len(cassette.interactions)}"
-              " interactions played", markup=False)  # fmt: skip
+    played = f"{len(served.answers.played)} of {len(cassette.interactions)} interactions played"
+    _tell(problems, served.received, served.received_by, played)
     if problems:
         raise typer.Exit(1)
 

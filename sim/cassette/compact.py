@@ -23,9 +23,10 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 LISTS = ("messages", "input")
 """The keys of a conversation's list, per API."""
@@ -130,13 +131,6 @@ class Compactor:
         return None
 
 
-def _path(uri: Any) -> str:
-    text = str(uri or "")
-    without_query = text.split("?", 1)[0]
-    parts = without_query.split("://", 1)
-    return "/" + parts[1].split("/", 1)[1] if len(parts) == 2 and "/" in parts[1] else without_query
-
-
 def _request(interaction: Any) -> tuple[Mapping[str, Any] | None, Any]:
     """An interaction's request mapping and its body value, when it has a request."""
     request = interaction.get("request") if isinstance(interaction, Mapping) else None
@@ -151,7 +145,9 @@ def compact_data(data: Mapping[str, Any]) -> dict[str, Any]:
     for index, interaction in enumerate(data.get("interactions") or []):
         request, body = _request(interaction)
         if request is not None and isinstance(body, str):
-            extension = compactor.add(index, str(request.get("method", "")), _path(request.get("uri")), body)
+            extension = compactor.add(
+                index, str(request.get("method", "")), urlsplit(str(request.get("uri") or "")).path, body
+            )
             if extension is not None:
                 interaction = {**interaction, "request": {**request, "body": extension.data()}}
         interactions.append(interaction)
@@ -181,15 +177,28 @@ def expand_data(data: Mapping[str, Any]) -> dict[str, Any]:
     return expanded
 
 
-def resolve(index: int, reference: Mapping[str, Any], bodies: list[Any]) -> str:
-    """The full body a reference stands for, given the bodies of the interactions before it."""
+def checked_reference(
+    index: int, reference: Mapping[str, Any], length_of: Callable[[int], int | None]
+) -> Extension:
+    """A reference as read from a file, checked: an earlier interaction with a body (`length_of` gives its
+    length, None when it has none), an offset in it, text to add; `ValueError` saying which is wrong."""
     base, at, add = reference.get("extends"), reference.get("at"), reference.get("add")
     if not isinstance(base, int) or isinstance(base, bool) or not 0 <= base < index:
-        raise ValueError(f"interaction {index}: `extends` must name an earlier interaction, not {base!r}")
-    text = bodies[base]
-    if not isinstance(text, str):
-        raise ValueError(f"interaction {index}: extends interaction {base}, whose request has no text body")
-    offset = isinstance(at, int) and not isinstance(at, bool) and 0 <= at <= len(text)
-    if not offset or not isinstance(add, str):
-        raise ValueError(f"interaction {index}: `at` must be an offset in the body of {base}, `add` text")
-    return text[:at] + add + text[at:]
+        raise ValueError(f"`extends` must name an earlier interaction, not {base!r}")
+    length = length_of(base)
+    if length is None:
+        raise ValueError(f"it extends interaction {base}, whose request has no text body")
+    if not isinstance(at, int) or isinstance(at, bool) or not 0 <= at <= length or not isinstance(add, str):
+        raise ValueError(f"`at` must be an offset in the body of interaction {base}, and `add` text")
+    return Extension(base, at, add)
+
+
+def resolve(index: int, reference: Mapping[str, Any], bodies: list[Any]) -> str:
+    """The full body a reference stands for, given the bodies of the interactions before it."""
+
+    def length_of(base: int) -> int | None:
+        return len(bodies[base]) if isinstance(bodies[base], str) else None
+
+    checked = checked_reference(index, reference, length_of)
+    text: str = bodies[checked.base]
+    return text[: checked.at] + checked.add + text[checked.at :]

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import yaml
 
 from sim.adapters.apis import Codec, codec_for
+from sim.cassette.compact import checked_reference
 from sim.core.errors import CassetteError
 from sim.core.json_text import loads
 from sim.scenario.yaml_source import YamlLoader, YamlTooLarge, check_limits, may_alias, yaml_problem
@@ -291,11 +292,7 @@ def read_cassette(path: Path | str) -> Cassette:
 
 
 def _read_cassette(path: Path) -> Cassette:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise CassetteError(f"{path}: cannot read: {error}") from error
-    data = _load(path, text)
+    data = load_data(path)
     if not isinstance(data, Mapping) or not isinstance(data.get("interactions"), list):
         raise CassetteError(f"{path}: not a vcrpy cassette (no `interactions` list)")
     interactions: list[RecordedInteraction] = []
@@ -341,19 +338,13 @@ def _mapping(raw: Any, what: str) -> Mapping[str, Any]:
 
 def _extended(index: int, reference: Mapping[str, Any], earlier: list[RecordedInteraction]) -> Extended:
     """A compact body's reference, checked: an earlier interaction with a text body, an offset in it."""
-    base, at, add = reference.get("extends"), reference.get("at"), reference.get("add")
-    if not isinstance(base, int) or isinstance(base, bool) or not 0 <= base < index:
-        raise ValueError(f"`extends` must name an earlier interaction, not {base!r}")
-    request = earlier[base].request
-    if request.stored_body is None and request.extended is None:
-        raise ValueError(f"it extends interaction {base}, whose request has no body")
-    if (
-        not isinstance(at, int)
-        or isinstance(at, bool)
-        or not 0 <= at <= request.size
-        or not isinstance(add, str)
-    ):
-        raise ValueError(f"`at` must be an offset in the body of interaction {base}, and `add` text")
+
+    def length_of(base: int) -> int | None:
+        request = earlier[base].request
+        return None if request.stored_body is None and request.extended is None else request.size
+
+    checked = checked_reference(index, reference, length_of)
+    request, at, add = earlier[checked.base].request, checked.at, checked.add
     tail: str | None
     if request.size + len(add) > MAX_BODY_BYTES:  # a chain of references must not rebuild into a bomb
         raise BodyTooLarge("rebuilds")

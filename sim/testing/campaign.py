@@ -142,12 +142,18 @@ def tally(report: FuzzReport, run: ExampleRun) -> None:
             report.error_codes[result_from_text(message.content).error_code or "ok"] += 1
 
 
+def save_scenario(scenario: Scenario, folder: Path, name: str, description: str) -> Path:
+    """Write `scenario` as `folder/NAME.yaml` (atomically), under that name and description."""
+    data = scenario.model_dump(mode="json", exclude_defaults=True)
+    data["name"], data["description"] = name, description
+    path = folder / f"{name}.yaml"
+    write_atomically(path, to_yaml(data))
+    return path
+
+
 def save_counterexample(run: ExampleRun, folder: Path, seed: int) -> Path:
     """Write the failing scenario (its expectations are the oracle's) so that `sim play` reproduces it."""
     violations = "; ".join(map(str, run.violations))
-    data = run.scenario.model_dump(mode="json", exclude_defaults=True)
-    data["name"] = f"fuzz-seed-{seed}"
-    data["description"] = f"Shrunk by sim fuzz (seed {seed}). It broke: {violations}"
-    path = folder / f"fuzz-seed-{seed}.yaml"
-    write_atomically(path, to_yaml(data))
-    return path
+    return save_scenario(
+        run.scenario, folder, f"fuzz-seed-{seed}", f"Shrunk by sim fuzz (seed {seed}). It broke: {violations}"
+    )
