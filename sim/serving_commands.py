@@ -88,7 +88,7 @@ def _serve_cassette(file: Path, host: str, port: int, once: bool) -> None:
         err.print(f"{file}: no interactions to serve", markup=False)
         raise typer.Exit(1)
     server = _listening(host, port)
-    served = CassetteServer(cassette, on_consumed=server.stop if once else None)
+    served = CassetteServer(cassette, on_consumed=server.stop if once else None, repeat=not once)
     server.server.config.app = served.app
 
     def ready() -> None:

@@ -151,6 +151,20 @@ def test_a_cassette_body_nested_990_deep_is_unreadable_not_a_crash(tmp_path: Pat
         assert "request cannot be read: request body is not a JSON object" in done.stdout
 
 
+@pytest.mark.parametrize("command", ["show", "check", "convert", "replay"])
+def test_a_parsed_body_nested_990_deep_is_one_line(tmp_path: Path, command: str) -> None:
+    """`parsed_body` (a YAML mapping, as pydantic-ai's serializer writes bodies) in block style nests as
+    deep as the file likes; it is refused before anything walks it recursively."""
+    path = tmp_path / "deep.yaml"
+    request = (
+        "- request:\n    method: POST\n    uri: https://api.openai.com/v1/chat/completions\n"
+        "    body:\n      parsed_body:\n        messages:\n        - " + "- " * 990 + "x\n"
+    )
+    response = "  response:\n    status: {code: 200, message: OK}\n    body: {string: '{}'}\n"
+    path.write_text(f"interactions:\n{request}{response}version: 1\n")
+    one_clear_line(run(command, path), path, "interaction 0", "nested deeper than 128 levels")
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_raw_control_character_gives_its_position(tmp_path: Path, command: str) -> None:
     path = tmp_path / "control.yaml"

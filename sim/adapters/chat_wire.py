@@ -7,6 +7,7 @@ from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
 from sim.adapters.body_bytes import EncodedTools, GrowingItems, assemble, dumps
+from sim.adapters.logprobs import PIECE_CHARS, pieces, text_logprobs
 from sim.core.errors import MessageContractError, ModelReplyError
 from sim.core.messages import (
     AssistantMessage,
@@ -383,14 +384,33 @@ def _wire_usage(usage: Usage) -> dict[str, Any]:
     }
 
 
+def _choice_logprobs(text: str | None, top: int | None, *, refusal: bool = False) -> dict[str, Any] | None:
+    """A choice's `logprobs` (None when the request did not ask): its text's tokens under `content`, or
+    under `refusal` for a refusal."""
+    if top is None:
+        return None
+    tokens = text_logprobs(text, top) if text is not None else None
+    return {"content": None, "refusal": tokens} if refusal else {"content": tokens, "refusal": None}
+
+
 def completion_to_wire(
-    reply: ModelReply, *, completion_id: str, created: int, model: str, usage: Usage
+    reply: ModelReply,
+    *,
+    completion_id: str,
+    created: int,
+    model: str,
+    usage: Usage,
+    logprobs: int | None = None,
+    refusal: bool = False,
 ) -> dict[str, Any]:
-    """A `ModelReply` as the `chat.completion` body the real API would send."""
+    """A `ModelReply` as the `chat.completion` body the real API would send; `logprobs` is the number of
+    `top_logprobs` asked for when the request asked for log probabilities; with `refusal`, the text is sent
+    as a refusal (`message.refusal`, the content null)."""
+    text = reply.message.content
     message: dict[str, Any] = {
         "role": "assistant",
-        "content": reply.message.content,
-        "refusal": None,
+        "content": None if refusal else text,
+        "refusal": text if refusal else None,
         "annotations": [],
     }
     if reply.message.tool_calls:
@@ -400,15 +420,18 @@ def completion_to_wire(
         "object": "chat.completion",
         "created": created,
         "model": model,
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": reply.finish_reason}],
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": _choice_logprobs(text, logprobs, refusal=refusal),
+                "finish_reason": reply.finish_reason,
+            }
+        ],
         "usage": _wire_usage(usage),
         "service_tier": "default",
         "system_fingerprint": "fp_sim",
     }
-
-
-def _pieces(text: str, size: int) -> list[str]:
-    return [text[start : start + size] for start in range(0, len(text), size)] or [""]
 
 
 def chunks_to_wire(
@@ -418,29 +441,30 @@ def chunks_to_wire(
     created: int,
     model: str,
     usage: Usage | None,
-    piece_chars: int = 8,
+    logprobs: int | None = None,
+    refusal: bool = False,
+    piece_chars: int = PIECE_CHARS,
 ) -> list[dict[str, Any]]:
-    """A `ModelReply` as the `chat.completion.chunk`s the real API would stream: a role chunk, text pieces,
-    tool-call deltas by index (arguments in pieces), the finish chunk, and a usage-only chunk when asked."""
+    """A `ModelReply` as the `chat.completion.chunk`s the real API would stream: a role chunk, text pieces
+    (each with its token's log probability when asked; `refusal` deltas for a refusal), tool-call deltas by
+    index (arguments in pieces), the finish chunk, and a usage-only chunk when asked."""
     header = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model,
               "service_tier": "default", "system_fingerprint": "fp_sim"}  # fmt: skip
     extra = {"usage": None} if usage is not None else {}
 
-    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
-        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+    def chunk(
+        delta: dict[str, Any], finish_reason: str | None = None, text: str | None = None
+    ) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "logprobs": _choice_logprobs(text, logprobs, refusal=refusal),
+                  "finish_reason": finish_reason}  # fmt: skip
         return {**header, "choices": [choice], **extra}
 
-    chunks = [
-        chunk(
-            {
-                "role": "assistant",
-                "content": "" if reply.message.content is not None else None,
-                "refusal": None,
-            }
-        )
-    ]
-    if reply.message.content:
-        chunks += [chunk({"content": piece}) for piece in _pieces(reply.message.content, piece_chars)]
+    text = reply.message.content
+    opened = "" if text is not None else None
+    chunks = [chunk({"role": "assistant", "content": None if refusal else opened,
+                     "refusal": opened if refusal else None})]  # fmt: skip
+    field = "refusal" if refusal else "content"
+    chunks += [chunk({field: piece}, text=piece) for piece in pieces(text or "", piece_chars)]
     for index, call in enumerate(reply.message.tool_calls):
         opening = {
             "index": index,
@@ -451,8 +475,7 @@ def chunks_to_wire(
         chunks.append(chunk({"tool_calls": [opening]}))
         chunks += [
             chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-            for piece in _pieces(call.arguments, piece_chars)
-            if piece
+            for piece in pieces(call.arguments, piece_chars)
         ]
     chunks.append(chunk({}, reply.finish_reason))
     if usage is not None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from sim.adapters.body_bytes import EncodedTools, GrowingItems, assemble, dumps
 from sim.adapters.chat_wire import STREAM_ENDED_EARLY, content_text, well_formed
+from sim.adapters.logprobs import pieces, text_logprobs
 from sim.core.errors import MessageContractError, ModelAPIError, ModelReplyError
 from sim.core.messages import (
     AssistantMessage,
@@ -33,6 +34,8 @@ INCOMPLETE_REASONS: dict[str, FinishReason] = {
 """`incomplete_details.reason` as the loop's finish reason."""
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 """What a stateless request asks `include` for, to be able to send reasoning back."""
+OUTPUT_TEXT_LOGPROBS = "message.output_text.logprobs"
+"""What a request asks `include` for, to get the log probabilities of output text."""
 
 
 def reasoning_to_wire(reasoning: Reasoning) -> dict[str, Any]:
@@ -156,7 +159,7 @@ def _assistant_message(output: list[Any]) -> AssistantMessage:
         elif kind == "function_call":
             calls.append(_function_call(item))
         elif kind == "reasoning":
-            reasoning.append(_reasoning(item))
+            reasoning.append(reasoning_from_wire(item))
         else:
             raise _fail(f"Unsupported output item type: {kind}")
     content = "\n\n".join(texts) if texts else ("".join(refusals) if refusals else None)
@@ -187,7 +190,8 @@ def _function_call(item: Mapping[str, Any]) -> ToolCall:
     return ToolCall(id=call_id, name=name, arguments=well_formed(arguments))
 
 
-def _reasoning(item: Mapping[str, Any]) -> Reasoning:
+def reasoning_from_wire(item: Mapping[str, Any]) -> Reasoning:
+    """A `reasoning` item as core `Reasoning`."""
     summary = item.get("summary") or []
     if not isinstance(summary, list):
         raise _fail("reasoning summary must be a list")
@@ -324,7 +328,7 @@ def messages_from_items(items: Any) -> list[ChatMessage]:
             current["tool_calls"] = (*current["tool_calls"], call)
         elif kind == "reasoning":
             current = assistant()
-            current["reasoning"] = (*current["reasoning"], _reasoning(item))
+            current["reasoning"] = (*current["reasoning"], reasoning_from_wire(item))
         elif kind == "function_call_output":
             close()
             call_id = item.get("call_id")
@@ -367,17 +371,58 @@ def tools_from_wire(raw_tools: Any) -> tuple[ToolSpec, ...]:
     return tuple(specs)
 
 
-def _items_of(message: AssistantMessage, suffix: str) -> list[dict[str, Any]]:
+def _items_of(message: AssistantMessage, suffix: str, logprobs: int | None) -> list[dict[str, Any]]:
     """An assistant turn as output items (reasoning, the message, each function call), with item ids
     minted from the response's: `msg_<suffix>`, `fc_<suffix>_<n>`."""
     items: list[dict[str, Any]] = [reasoning_to_wire(r) for r in message.reasoning]
     if message.content is not None:
-        part = {"type": "output_text", "text": message.content, "annotations": [], "logprobs": []}
+        text = message.content
+        part = {"type": "output_text", "text": text, "annotations": [],
+                "logprobs": text_logprobs(text, logprobs) if logprobs is not None else []}  # fmt: skip
         items.append({"type": "message", "id": f"msg_{suffix}", "status": "completed", "role": "assistant",
                       "content": [part]})  # fmt: skip
     items += [{"type": "function_call", "id": f"fc_{suffix}_{n}", "status": "completed", **call_to_wire(call)}
               for n, call in enumerate(message.tool_calls, 1)]  # fmt: skip
     return items
+
+
+def _echoed_tool(tool: Any) -> Any:
+    """A request's tool as the response echoes it: a function's `description` null when absent, `strict`
+    true when absent (the Responses API's default)."""
+    if isinstance(tool, Mapping) and tool.get("type") == "function":
+        return {"description": None, "parameters": None, **tool, "strict": tool.get("strict", True)}
+    return tool
+
+
+def echoed_fields(request: Mapping[str, Any]) -> dict[str, Any]:
+    """What a `response` object repeats of the request that created it, with the API's defaults for what
+    the request left out (as real recordings show them)."""
+    defaults: dict[str, Any] = {
+        "background": False,
+        "instructions": None,
+        "max_output_tokens": None,
+        "max_tool_calls": None,
+        "metadata": {},
+        "parallel_tool_calls": True,
+        "previous_response_id": None,
+        "prompt_cache_key": None,
+        "reasoning": {"effort": None, "summary": None},
+        "safety_identifier": None,
+        "service_tier": "default",
+        "store": True,
+        "temperature": 1.0,
+        "text": {"format": {"type": "text"}, "verbosity": "medium"},
+        "tool_choice": "auto",
+        "top_logprobs": 0,
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "user": None,
+    }
+    echoed = {key: request[key] if request.get(key) is not None else value for key, value in defaults.items()}
+    if echoed["service_tier"] == "auto":
+        echoed["service_tier"] = "default"
+    echoed["tools"] = [_echoed_tool(tool) for tool in request.get("tools") or []]
+    return echoed
 
 
 def response_to_wire(
@@ -386,97 +431,118 @@ def response_to_wire(
     response_id: str,
     created: int,
     model: str,
-    usage: Usage,
-    previous_response_id: str | None = None,
-    store: bool = True,
+    usage: Usage | None,
+    request: Mapping[str, Any] | None = None,
+    status: str | None = None,
+    error: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A `ModelReply` as the `response` object the real API would send (its message and call items get
-    ids derived from `response_id`; a reasoning item keeps the id it has)."""
-    output = _items_of(reply.message, response_id.removeprefix("resp_"))
+    """A `ModelReply` as the `response` object the real API would send to `request` (echoing what the API
+    echoes; output text with log probabilities when the request includes them). Its message and call items
+    get ids derived from `response_id` (a reasoning item keeps the id it has); a cut reply is `incomplete`,
+    and so is its last item. `status` and `error` override, for a failed or unfinished response."""
+    asked = request or {}
+    top = asked.get("top_logprobs") or 0
+    logprobs = top if OUTPUT_TEXT_LOGPROBS in (asked.get("include") or []) else None
+    output = _items_of(reply.message, response_id.removeprefix("resp_"), logprobs)
     incomplete = {v: k for k, v in INCOMPLETE_REASONS.items()}.get(reply.finish_reason)
-    return {
-        "id": response_id,
-        "object": "response",
-        "created_at": created,
-        "status": "incomplete" if incomplete else "completed",
-        "error": None,
-        "incomplete_details": {"reason": incomplete} if incomplete else None,
-        "instructions": None,
-        "model": model,
-        "output": output,
-        "parallel_tool_calls": True,
-        "previous_response_id": previous_response_id,
-        "store": store,
-        "tool_choice": "auto",
-        "tools": [],
-        "usage": {
+    if incomplete and output and "status" in output[-1]:
+        output[-1]["status"] = "incomplete"
+    status = status or ("incomplete" if incomplete else "completed")
+    wire_usage = None
+    if usage is not None:
+        wire_usage = {
             "input_tokens": usage.prompt_tokens,
             "input_tokens_details": {"cached_tokens": 0},
             "output_tokens": usage.completion_tokens,
             "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": usage.total_tokens,
-        },
+        }
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": created,
+        "status": status,
+        "completed_at": created if status == "completed" else None,
+        "error": dict(error) if error is not None else None,
+        "incomplete_details": {"reason": incomplete} if status == "incomplete" else None,
+        "model": model,
+        "output": output,
+        **echoed_fields(asked),
+        "usage": wire_usage,
     }
 
 
-def _pieces(text: str, size: int) -> list[str]:
-    return [text[start : start + size] for start in range(0, len(text), size)]
-
-
-def events_to_wire(response: dict[str, Any], *, piece_chars: int = 8) -> list[dict[str, Any]]:
+def events_to_wire(response: dict[str, Any]) -> list[dict[str, Any]]:
     """A `response` object as the events the real API streams, each with its `sequence_number`:
     created, in_progress, each output item added / streamed in pieces / done, then completed (or
     incomplete)."""
-    started = {**response, "status": "in_progress", "output": [], "incomplete_details": None, "usage": None}
+    started = {**response, "status": "in_progress", "completed_at": None, "output": [],
+               "incomplete_details": None, "usage": None}  # fmt: skip
     events: list[dict[str, Any]] = [
         {"type": "response.created", "response": started},
         {"type": "response.in_progress", "response": started},
     ]
     for index, item in enumerate(response["output"]):
-        events += _item_events(index, item, piece_chars)
+        events += _item_events(index, item)
     final = "response.incomplete" if response["status"] == "incomplete" else "response.completed"
     events.append({"type": final, "response": response})
     return [{**event, "sequence_number": number} for number, event in enumerate(events)]
 
 
-def _item_events(index: int, item: dict[str, Any], piece_chars: int) -> list[dict[str, Any]]:
+def _item_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
     where = {"output_index": index}
+    added = {"type": "response.output_item.added", **where}
+    done = {"type": "response.output_item.done", **where, "item": item}
     if item["type"] == "function_call":
-        item_id = item["id"]
-        opened = {**item, "arguments": "", "status": "in_progress"}
-        at = {"item_id": item_id, **where}
+        at = {"item_id": item["id"], **where}
         deltas = [{"type": "response.function_call_arguments.delta", **at, "delta": piece}
-                  for piece in _pieces(item["arguments"], piece_chars)]  # fmt: skip
-        done = {"type": "response.function_call_arguments.done", **at,
-                "arguments": item["arguments"], "name": item["name"]}  # fmt: skip
-        return [{"type": "response.output_item.added", **where, "item": opened}, *deltas, done,
-                {"type": "response.output_item.done", **where, "item": item}]  # fmt: skip
-    if item["type"] == "message" and item["content"] and item["content"][0]["type"] == "refusal":
-        item_id, text = item["id"], item["content"][0]["refusal"]
-        at = {"item_id": item_id, **where, "content_index": 0}
-        return [
-            {"type": "response.output_item.added", **where,
-             "item": {**item, "status": "in_progress", "content": []}},
-            {"type": "response.content_part.added", **at, "part": {"type": "refusal", "refusal": ""}},
-            *({"type": "response.refusal.delta", **at, "delta": bit} for bit in _pieces(text, piece_chars)),
-            {"type": "response.refusal.done", **at, "refusal": text},
-            {"type": "response.content_part.done", **at, "part": item["content"][0]},
-            {"type": "response.output_item.done", **where, "item": item},
+                  for piece in pieces(item["arguments"])]  # fmt: skip
+        finished = {"type": "response.function_call_arguments.done", **at,
+                    "arguments": item["arguments"], "name": item["name"]}  # fmt: skip
+        opened = {**added, "item": {**item, "arguments": "", "status": "in_progress"}}
+        return [opened, *deltas, finished, done]
+    if item["type"] == "reasoning":
+        return [{**added, "item": {**item, "summary": []}}, *_summary_events(item, where), done]
+    if item["type"] != "message":
+        return [{**added, "item": item}, done]
+    opened = {**added, "item": {**item, "status": "in_progress", "content": []}}
+    parts: list[dict[str, Any]] = []
+    for content_index, part in enumerate(item["content"]):
+        at = {"item_id": item["id"], **where, "content_index": content_index}
+        if part["type"] == "refusal":
+            text = part["refusal"]
+            parts += [
+                {"type": "response.content_part.added", **at, "part": {"type": "refusal", "refusal": ""}},
+                *({"type": "response.refusal.delta", **at, "delta": bit} for bit in pieces(text)),
+                {"type": "response.refusal.done", **at, "refusal": text},
+            ]
+        else:
+            text, tokens = part["text"], part.get("logprobs") or []
+            split = pieces(text)
+            parts += [
+                {"type": "response.content_part.added", **at,
+                 "part": {**part, "text": "", "logprobs": []}},
+                *({"type": "response.output_text.delta", **at, "delta": piece,
+                   "logprobs": tokens[n : n + 1] if len(tokens) == len(split) else []}
+                  for n, piece in enumerate(split)),
+                {"type": "response.output_text.done", **at, "text": text, "logprobs": tokens},
+            ]  # fmt: skip
+        parts.append({"type": "response.content_part.done", **at, "part": part})
+    return [opened, *parts, done]
+
+
+def _summary_events(item: dict[str, Any], where: dict[str, int]) -> list[dict[str, Any]]:
+    """A reasoning item's summary as the API streams it: each part added, its text in pieces, done."""
+    events: list[dict[str, Any]] = []
+    for summary_index, part in enumerate(item["summary"]):
+        at = {"item_id": item.get("id"), **where, "summary_index": summary_index}
+        text = part["text"]
+        events += [
+            {"type": "response.reasoning_summary_part.added", **at,
+             "part": {"type": "summary_text", "text": ""}},
+            *({"type": "response.reasoning_summary_text.delta", **at, "delta": piece}
+              for piece in pieces(text)),
+            {"type": "response.reasoning_summary_text.done", **at, "text": text},
+            {"type": "response.reasoning_summary_part.done", **at, "part": part},
         ]  # fmt: skip
-    if item["type"] == "message":
-        item_id, text = item["id"], item["content"][0]["text"]
-        part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-        at = {"item_id": item_id, **where, "content_index": 0}
-        deltas = [{"type": "response.output_text.delta", **at, "delta": piece, "logprobs": []}
-                  for piece in _pieces(text, piece_chars)]  # fmt: skip
-        return [
-            {"type": "response.output_item.added", **where,
-             "item": {**item, "status": "in_progress", "content": []}},
-            {"type": "response.content_part.added", **at, "part": part},
-            *deltas,
-            {"type": "response.output_text.done", **at, "text": text, "logprobs": []},
-            {"type": "response.content_part.done", **at, "part": {**part, "text": text}},
-            {"type": "response.output_item.done", **where, "item": item},
-        ]  # fmt: skip
-    return [{"type": "response.output_item.added", **where, "item": item},
-            {"type": "response.output_item.done", **where, "item": item}]  # fmt: skip
+    return events

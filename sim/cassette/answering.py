@@ -3,8 +3,10 @@ nearest one. Shared by in-process replay (an httpx transport) and `sim serve CAS
 
 Requests are matched by method, path and body through an index, so a request's cost does not grow with the
 cassette: by their exact bytes first (what our encoder sends is what was recorded), and only on a miss by
-canonical JSON (keys sorted, numbers by value, server-minted ids by position). Identical requests are
-answered in recorded order; each recorded interaction is answered once.
+canonical JSON (keys sorted, numbers by value). Identical requests are answered in recorded order; each
+recorded interaction is answered once a round. With `repeat`, a request that matches only interactions
+already played starts a new round (a program run again against a long-running server), as vcrpy's
+`allow_playback_repeats` would; without it, the recording is played once.
 
 A compact cassette's request that extends an earlier one is matched without rebuilding it: against the
 bytes the client sent for that earlier request, with the addition put where the recording puts it, so a
@@ -59,28 +61,37 @@ class RecordedAnswers:
     OPEN = 8
     """Earlier requests (the newest first) whose extensions a request is compared with."""
 
-    def __init__(self, interactions: Sequence[RecordedInteraction]) -> None:
+    def __init__(self, interactions: Sequence[RecordedInteraction], *, repeat: bool = False) -> None:
         self.interactions = list(interactions)
+        self.repeat = repeat
         self._exact: dict[_Key, deque[int]] = defaultdict(deque)
         self._children: dict[int, deque[int]] = defaultdict(deque)
         positions = self._positions = {id(item.request): n for n, item in enumerate(self.interactions)}
         for position, interaction in enumerate(self.interactions):
-            request = interaction.request
-            extended = request.extended
+            extended = interaction.request.extended
             if extended is not None and extended.tail is not None and id(extended.base) in positions:
                 self._children[positions[id(extended.base)]].append(position)
-            elif extended is None:
-                stored = (request.stored_body or b"").decode(
-                    "utf-8", errors="replace"
-                )  # not kept: bodies are big
-                text = without_layout(stored).encode("utf-8")
-                self._exact[(*_route(request.method, request.path), text)].append(position)
+        self._index()
         self._canonical: dict[_Key, deque[int]] | None = None
         self._sent: dict[int, bytes] = {}
         """What the client sent for each played request whose extensions are still to come."""
         self._tails: dict[int, bytes] = {}
         self.played: set[int] = set()
+        """The interactions played in this round."""
+        self.ever_played: set[int] = set()
+        self.rounds = 1
         self.misses: list[Miss] = []
+
+    def _index(self) -> None:
+        """Index every request that is not an extension by its exact bytes (as its file writes them)."""
+        for position, interaction in enumerate(self.interactions):
+            request = interaction.request
+            if request.extended is None:
+                stored = (request.stored_body or b"").decode(
+                    "utf-8", errors="replace"
+                )  # not kept: bodies are big
+                text = without_layout(stored).encode("utf-8")
+                self._exact[(*_route(request.method, request.path), text)].append(position)
 
     def _take(self, index: dict[_Key, deque[int]], key: _Key) -> int | None:
         waiting = index.get(key)
@@ -129,6 +140,7 @@ class RecordedAnswers:
 
     def _played(self, position: int, body: bytes) -> None:
         self.played.add(position)
+        self.ever_played.add(position)
         if self._children.get(position):
             self._sent[position] = body
         extended = self.interactions[position].request.extended
@@ -139,12 +151,10 @@ class RecordedAnswers:
     def match(self, method: str, path: str, body: bytes) -> RecordedInteraction | Miss:
         """The recorded interaction this request is (now played), or the `Miss` saying how it differs."""
         route = _route(method, path)
-        # an extension first, when one may come: comparing bytes runs faster than hashing them
-        position = self._extension(route, body) if self._sent else None
-        if position is None:
-            position = self._take(self._exact, (*route, body))
-        if position is None:
-            position = self._take(self._canonical_index(), (*route, canonical(body)))
+        position = self._find(route, body)
+        if position is None and self.repeat and self.played and self._was_played(route, body):
+            self._new_round()
+            position = self._find(route, body)
         if position is None:
             miss = self._miss(route, body)
             self.misses.append(miss)
@@ -152,18 +162,47 @@ class RecordedAnswers:
         self._played(position, body)
         return self.interactions[position]
 
+    def _find(self, route: tuple[str, str], body: bytes) -> int | None:
+        # an extension first, when one may come: comparing bytes runs faster than hashing them
+        position = self._extension(route, body) if self._sent else None
+        if position is None:
+            position = self._take(self._exact, (*route, body))
+        if position is None:
+            position = self._take(self._canonical_index(), (*route, canonical(body)))
+        return position
+
+    def _was_played(self, route: tuple[str, str], body: bytes) -> bool:
+        """Whether `body` is a request of this round that was already answered (not a changed one)."""
+        now = canonical(body)
+        return any(
+            self._route_of(p) == route and canonical(self.interactions[p].request.body) == now
+            for p in self.played
+        )
+
+    def _new_round(self) -> None:
+        """Every interaction may be played again (each round's matching starts afresh)."""
+        self.played.clear()
+        self._sent.clear()
+        self._exact.clear()
+        self._canonical = None
+        self._index()
+        self.rounds += 1
+
     def _miss(self, route: tuple[str, str], body: bytes) -> Miss:
         """How `body` differs from the nearest recorded request not played yet: on the same route, the one
         sharing the longest start of canonical JSON with it (the earliest of equals)."""
         turn = len(self.played) + 1
-        waiting = [p for p in range(len(self.interactions)) if p not in self.played]
-        if not waiting:
-            whole = f"a request the cassette does not hold (all {len(self.interactions)} were played)"
-            return Miss(turn, whole, "", body.decode("utf-8", "replace"))
-        same_route = [p for p in waiting if _route(*self._route_of(p)) == route]
+        everything = range(len(self.interactions))
+        waiting = [p for p in everything if p not in self.played]
+        played_all = f"all {len(self.interactions)} were played"
+        same_route = [p for p in waiting if self._route_of(p) == route] or [
+            p for p in everything if self._route_of(p) == route
+        ]
         if not same_route:
-            recorded = ", ".join(sorted({" ".join(self._route_of(p)) for p in waiting}))
-            said = f"{route[0]} {route[1]} is not recorded (waiting: {recorded})"
+            recorded = ", ".join(sorted({" ".join(self._route_of(p)) for p in waiting or everything}))
+            said = (
+                f"{route[0]} {route[1]} is not recorded ({'waiting' if waiting else 'recorded'}: {recorded})"
+            )
             return Miss(turn, said, "", body.decode("utf-8", "replace"))
         now = canonical(body)
         nearest = max(
@@ -175,6 +214,9 @@ class RecordedAnswers:
         )
         recorded_body = self.interactions[nearest].request.body
         said = describe_difference(recorded_body, body)
+        if not waiting:
+            whole = "a request the cassette does not hold" if said == "bodies are equal" else said
+            said = f"{whole} ({played_all})"
         return Miss(
             turn, said, (recorded_body or b"").decode("utf-8", "replace"), body.decode("utf-8", "replace")
         )
@@ -184,5 +226,5 @@ class RecordedAnswers:
         return _route(request.method, request.path)
 
     def unplayed(self) -> list[RecordedInteraction]:
-        """The recorded interactions never asked for, in recorded order."""
-        return [item for position, item in enumerate(self.interactions) if position not in self.played]
+        """The recorded interactions never asked for in any round, in recorded order."""
+        return [item for position, item in enumerate(self.interactions) if position not in self.ever_played]

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from sim.cassette.conversations import HttpFailure, conversations
+from sim.cassette.conversations import Exchange, HttpFailure, conversations
 from sim.cassette.reader import Cassette, RecordedInteraction
 from sim.cassette.replay import replayable
 from sim.cassette.scrubbing import credentials_in_body
 from sim.cassette.secrets import SECRET_HEADERS, credentials_in, is_placeholder
 from sim.core.errors import CassetteError, MessageContractError
-from sim.core.messages import validate_pairing
+from sim.core.messages import AssistantMessage, ChatMessage, ToolMessage, validate_pairing
 
 Severity = Literal["serious", "warning", "info"]
 
@@ -67,7 +67,7 @@ def audit(cassette: Cassette) -> list[Finding]:
                 )
             else:
                 try:
-                    validate_pairing(exchange.messages)
+                    validate_pairing(_judged(exchange))
                 except MessageContractError as error:
                     findings.append(
                         Finding(index, "serious", f"tool messages not paired with calls: {error}")
@@ -88,6 +88,15 @@ def audit(cassette: Cassette) -> list[Finding]:
                     )
                 )
     return sorted(findings, key=lambda finding: -1 if finding.interaction is None else finding.interaction)
+
+
+def _judged(exchange: Exchange) -> list[ChatMessage]:
+    """The messages whose pairing can be judged: where the chain goes back to a response not recorded,
+    results answering calls that are not shown were paired there (its warning says so)."""
+    if not exchange.unknown_start:
+        return exchange.messages
+    shown = {c.id for m in exchange.messages if isinstance(m, AssistantMessage) for c in m.tool_calls}
+    return [m for m in exchange.messages if not isinstance(m, ToolMessage) or m.tool_call_id in shown]
 
 
 def _secrets(interaction: RecordedInteraction) -> list[Finding]:

@@ -10,7 +10,7 @@ from typing import Any
 from sim.adapters.apis import Codec
 from sim.cassette.reader import Cassette, RecordedInteraction
 from sim.core.errors import AgentError
-from sim.core.messages import AssistantMessage, ChatMessage, SystemMessage
+from sim.core.messages import AssistantMessage, ChatMessage, SystemMessage, ToolCall, ToolMessage
 from sim.core.model import ModelReply, ToolSpec
 
 
@@ -42,6 +42,9 @@ class Exchange:
     """The `previous_response_id` it names, if any."""
     unknown_previous: bool = False
     """Whether that response is not in the cassette (the conversation before it is unknown)."""
+    unknown_start: bool = False
+    """Whether the chain it continues goes back to a response not in the cassette (the calls that the
+    first results it holds answer may not be shown)."""
     renamed_calls: dict[str, str] = field(default_factory=dict)
     """Call ids this request sends in place of the ones the model returned (some clients send the item
     id, `fc_...`, as `call_id`): the sent id -> the model's, paired by position."""
@@ -87,13 +90,18 @@ class _Request:
     problem: str | None = None
     continues: str | None = None
     unknown_previous: bool = False
+    unknown_start: bool = False
 
 
 def _request(
-    interaction: RecordedInteraction, codec: Codec, replied: dict[str, list[ChatMessage]]
+    interaction: RecordedInteraction,
+    codec: Codec,
+    replied: dict[str, list[ChatMessage]],
+    partial: set[str],
 ) -> _Request:
     """The request's conversation; a chained one is rebuilt from the response it continues (`replied`: the
-    whole conversation each recorded response ended, by id)."""
+    whole conversation each recorded response ended, by id; `partial`: those whose chain goes back to a
+    response not recorded)."""
     body = interaction.request.json()
     if not isinstance(body, dict):
         return _Request([], problem="request body is not a JSON object")
@@ -108,7 +116,8 @@ def _request(
     system = [m for m in messages[:1] if isinstance(m, SystemMessage)]
     earlier = [m for m in replied.get(previous, []) if not isinstance(m, SystemMessage)]
     whole = [*system, *earlier, *messages[len(system) :]]
-    return _Request(whole, tools, streamed, continues=previous, unknown_previous=previous not in replied)
+    unknown = previous not in replied
+    return _Request(whole, tools, streamed, None, previous, unknown, unknown or previous in partial)
 
 
 def _reply(interaction: RecordedInteraction, codec: Codec) -> ModelReply | HttpFailure:
@@ -159,6 +168,67 @@ def _renamed(previous: ModelReply | HttpFailure, new: list[ChatMessage]) -> dict
     }
 
 
+class _ParallelReplies:
+    """The replies recorded so far that called several tools, by their first call: what a request that
+    sends calls back each followed by its output (call A, output A, call B, output B: a form the API
+    accepts) is regrouped into."""
+
+    def __init__(self) -> None:
+        self._by_first: dict[ToolCall, list[AssistantMessage]] = {}
+
+    def add(self, message: AssistantMessage) -> None:
+        if len(message.tool_calls) > 1:
+            self._by_first.setdefault(message.tool_calls[0], []).append(message)
+
+    def regrouped(self, messages: list[ChatMessage]) -> list[ChatMessage]:
+        """`messages` with each interleaved run of a recorded reply's calls made that one assistant turn,
+        its outputs after it."""
+        if not self._by_first:
+            return messages
+        out: list[ChatMessage] = []
+        index = 0
+        while index < len(messages):
+            message = messages[index]
+            merged = self._merged(messages, index) if isinstance(message, AssistantMessage) else None
+            if merged is None:
+                out.append(message)
+                index += 1
+            else:
+                out += merged[0]
+                index = merged[1]
+        return out
+
+    def _merged(self, messages: list[ChatMessage], start: int) -> tuple[list[ChatMessage], int] | None:
+        first = messages[start]
+        assert isinstance(first, AssistantMessage)
+        if not first.tool_calls:
+            return None
+        for reply in self._by_first.get(first.tool_calls[0], ()):
+            calls = reply.tool_calls
+            if len(first.tool_calls) >= len(calls) or calls[: len(first.tool_calls)] != first.tool_calls:
+                continue
+            taken, outputs, index = len(first.tool_calls), [], start + 1
+            ids = {call.id for call in calls}
+            while index < len(messages):
+                message = messages[index]
+                if isinstance(message, ToolMessage) and message.tool_call_id in ids:
+                    outputs.append(message)
+                elif (
+                    isinstance(message, AssistantMessage)
+                    and message.content is None
+                    and not message.reasoning
+                    and taken < len(calls)
+                    and calls[taken : taken + len(message.tool_calls)] == message.tool_calls
+                ):
+                    taken += len(message.tool_calls)
+                else:
+                    break
+                index += 1
+            if taken == len(calls):
+                return [first.model_copy(update={"tool_calls": calls}), *outputs], index
+        return None
+
+
 def conversations(cassette: Cassette) -> list[Conversation]:
     """The cassette's model calls grouped into conversations, in recorded order. Each request joins the
     conversation it continues best (the one whose last reply it carries, then the one it repeats most
@@ -166,12 +236,14 @@ def conversations(cassette: Cassette) -> list[Conversation]:
     cannot be read stands alone."""
     found: list[Conversation] = []
     replied: dict[str, list[ChatMessage]] = {}
+    partial: set[str] = set()
+    parallel = _ParallelReplies()
     for interaction in cassette.interactions:
         codec = interaction.codec
         if codec is None:
             continue
-        request = _request(interaction, codec, replied)
-        messages = request.messages
+        request = _request(interaction, codec, replied, partial)
+        messages = parallel.regrouped(request.messages)
         scored = (
             []
             if request.problem
@@ -188,9 +260,13 @@ def conversations(cassette: Cassette) -> list[Conversation]:
         renamed = _renamed(conversation.exchanges[-1].reply, new) if scored else {}
         exchange = Exchange(
             interaction, codec, messages, new, request.tools, request.streamed, reply,
-            request.problem, request.continues, request.unknown_previous, renamed,
+            request.problem, request.continues, request.unknown_previous, request.unknown_start, renamed,
         )  # fmt: skip
         conversation.exchanges.append(exchange)
-        if isinstance(reply, ModelReply) and (served := _served_id(interaction, codec)) is not None:
-            replied[served] = [*messages, reply.message]
+        if isinstance(reply, ModelReply):
+            parallel.add(reply.message)
+            if (served := _served_id(interaction, codec)) is not None:
+                replied[served] = [*messages, reply.message]
+                if request.unknown_start:
+                    partial.add(served)
     return found

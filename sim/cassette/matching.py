@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from sim.core.json_text import loads
@@ -20,29 +19,6 @@ def _by_value(value: Any) -> Any:
     return value
 
 
-_MINTED = re.compile(r"^(resp|msg|fc|rs)_[A-Za-z0-9_]+$")
-_MINTED_KEYS = frozenset({"id", "previous_response_id", "call_id"})
-
-
-def _unminted(value: Any, seen: dict[str, str]) -> Any:
-    """`value` with what the server minted (response and item ids, encrypted reasoning) named by the order
-    it first appears in, so a session recorded again against the live API matches where the client's
-    choices are the same."""
-    if isinstance(value, dict):
-        out = {}
-        for key, item in value.items():
-            if isinstance(item, str) and (
-                key == "encrypted_content" or (key in _MINTED_KEYS and _MINTED.match(item))
-            ):
-                kind = "encrypted" if key == "encrypted_content" else item.split("_", 1)[0]
-                item = seen.setdefault(item, f"<{kind} #{len(seen) + 1}>")
-            out[key] = _unminted(item, seen)
-        return out
-    if isinstance(value, list):
-        return [_unminted(item, seen) for item in value]
-    return value
-
-
 _HINTS = frozenset({"prompt_cache_key"})
 """Request fields that never change what the model says and that clients fill with a fresh random value per
 run (openai-agents sends `prompt_cache_key: "agents-sdk:run:<uuid>"` to OpenAI's own endpoint only)."""
@@ -55,13 +31,15 @@ def _without_hints(value: Any) -> Any:
 
 
 def canonical(body: bytes | str | None) -> str:
-    """A body as canonical JSON (keys sorted, no spaces, numbers by value, server-minted ids and encrypted
-    reasoning by position, caching hints left out), or its text when it is not JSON."""
+    """A body as canonical JSON (keys sorted, no spaces, numbers by value, caching hints left out), or its
+    text when it is not JSON. Ids the server minted (`previous_response_id`, item ids, encrypted reasoning)
+    are kept as they are: a client sends back what it was served, which is what was recorded, and the id
+    is what tells two chains that say the same apart."""
     if body is None:
         return ""
     text = body.decode("utf-8", errors="replace") if isinstance(body, bytes) else body
     try:
-        value = _unminted(_by_value(_without_hints(loads(text))), {})
+        value = _by_value(_without_hints(loads(text)))
         return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     except ValueError:
         return text

@@ -20,7 +20,7 @@ import yaml
 from sim.adapters.apis import Codec, codec_for
 from sim.cassette.compact import checked_reference
 from sim.core.errors import CassetteError
-from sim.core.json_text import loads
+from sim.core.json_text import loads, require_depth
 from sim.scenario.yaml_source import YamlLoader, YamlTooLarge, check_limits, may_alias, yaml_problem
 
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -76,6 +76,7 @@ def _body_bytes(raw: Any) -> bytes | None:
         return raw
     if isinstance(raw, str):
         return raw.encode("utf-8")
+    require_depth(raw)  # a `parsed_body` is written back as JSON, and the encoder recurses
     return json.dumps(raw, ensure_ascii=False).encode("utf-8")
 
 
@@ -168,6 +169,18 @@ class RecordedRequest:
             text = text[:at] + "".join(step.add for step in steps[:run]) + text[at:]
             del steps[:run]
         return text
+
+    @functools.cached_property
+    def characters(self) -> int:
+        """The body's length in characters (what a compact `at` counts), known without rebuilding a
+        compact one."""
+        added = 0
+        request: RecordedRequest = self
+        while request.extended is not None and "characters" not in request.__dict__:
+            added += len(request.extended.add)
+            request = request.extended.base
+        known = request.__dict__.get("characters")
+        return added + (known if known is not None else len(request.text or ""))
 
     @functools.cached_property
     def size(self) -> int:
@@ -341,7 +354,7 @@ def _extended(index: int, reference: Mapping[str, Any], earlier: list[RecordedIn
 
     def length_of(base: int) -> int | None:
         request = earlier[base].request
-        return None if request.stored_body is None and request.extended is None else request.size
+        return None if request.stored_body is None and request.extended is None else request.characters
 
     checked = checked_reference(index, reference, length_of)
     request, at, add = earlier[checked.base].request, checked.at, checked.add

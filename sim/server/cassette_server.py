@@ -2,7 +2,9 @@
 language.
 
 Each request gets the recorded response to the same request (method, path, canonical JSON body; see
-`RecordedAnswers`), streams as recorded; a request that matches nothing gets a 400 in the API's error shape
+`RecordedAnswers`): its status, headers (less credentials and those of the recorded connection) and body,
+streams as recorded; a program run again is answered again (a new round), unless the server plays the
+recording once; a request that matches nothing gets a 400 in the API's error shape
 naming the first differing JSON path against the nearest recorded request.
 """
 
@@ -20,17 +22,24 @@ from starlette.routing import Route
 
 from sim.cassette.answering import Miss, RecordedAnswers
 from sim.cassette.reader import Cassette, Headers
+from sim.cassette.secrets import SECRET_HEADERS, STALE_HEADERS
 from sim.server.simulator import api_error
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+_HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "te", "trailer", "upgrade"})
+_NOT_SERVED = SECRET_HEADERS | STALE_HEADERS | _HOP_BY_HOP | {"content-type", "date", "server"}
+"""Recorded headers not served again: credentials, what describes the recorded connection or the body as it
+was sent (the server writes its own), and the content type (served from the body's kind)."""
 
 
 class CassetteServer:
     """One cassette being served: which interactions were played, and which requests matched nothing."""
 
-    def __init__(self, cassette: Cassette, *, on_consumed: Callable[[], Any] | None = None) -> None:
+    def __init__(
+        self, cassette: Cassette, *, on_consumed: Callable[[], Any] | None = None, repeat: bool = True
+    ) -> None:
         self.cassette = cassette
-        self.answers = RecordedAnswers(cassette.interactions)
+        self.answers = RecordedAnswers(cassette.interactions, repeat=repeat)
         self.on_consumed = on_consumed
         self.received = 0
         self.received_by: Counter[str] = Counter()
@@ -47,8 +56,8 @@ class CassetteServer:
 
     @property
     def consumed(self) -> bool:
-        """Whether every recorded interaction has been played."""
-        return len(self.answers.played) == len(self.answers.interactions)
+        """Whether every recorded interaction has been played (in some round)."""
+        return len(self.answers.ever_played) == len(self.answers.interactions)
 
     def problems(self) -> list[str]:
         """A line per request that matched nothing."""
@@ -74,6 +83,10 @@ class CassetteServer:
         recorded = found.response
         kind = "text/event-stream" if recorded.is_event_stream else _content_type(recorded.headers)
         response = Response(recorded.body, status_code=recorded.status, media_type=kind)
+        for name, values in recorded.headers.items():
+            if name not in _NOT_SERVED:
+                for value in values:
+                    response.headers.append(name, value)
         if self.on_consumed is not None and self.consumed:
             response.background = BackgroundTask(self.on_consumed)
         return response

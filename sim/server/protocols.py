@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from sim.adapters import chat_wire, responses_wire
 from sim.core.messages import AssistantMessage, ChatMessage, Reasoning, SystemMessage, validate_pairing
 from sim.core.model import ModelReply, ModelRequest
+from sim.server.tool_choice import ToolChoiceError, read_tool_choice
 
 CREATED = 1_700_000_000
 """The creation time of every reply: fixed, so that replies are byte-stable."""
@@ -25,11 +26,12 @@ class Refused:
     message: str
     param: str | None = None
     code: str | None = None
+    status: int = 400
 
 
 _TYPED = (
     ("model", str, "a string"), ("stream", bool, "a boolean"), ("n", int, "an integer"),
-    ("logprobs", bool, "a boolean"), ("max_tokens", int, "an integer"),
+    ("logprobs", bool, "a boolean"), ("top_logprobs", int, "an integer"), ("max_tokens", int, "an integer"),
     ("max_completion_tokens", int, "an integer"), ("max_output_tokens", int, "an integer"),
     ("stream_options", dict, "an object"), ("previous_response_id", str, "a string"),
     ("store", bool, "a boolean"), ("include", list, "an array"), ("instructions", str, "a string"),
@@ -46,53 +48,30 @@ def _typed(body: dict[str, Any]) -> Refused | None:
 
 
 def _unsupported(body: dict[str, Any]) -> Refused | None:
-    """What sim does not simulate, refused rather than faked (one choice for `n: 2`, no log
-    probabilities for `logprobs: true`)."""
+    """What sim does not simulate, refused rather than faked (one choice for `n: 2`), and log probabilities
+    asked for out of the API's range."""
     if body.get("n") not in (None, 1):
         return Refused(
             f"sim serves one choice per request: n must be 1, not {body['n']}.", "n", "unsupported_value"
         )
-    for param in ("logprobs", "top_logprobs"):
-        if body.get(param) not in (None, False, 0):
-            message = f"sim does not simulate log probabilities: '{param}' is not supported."
-            return Refused(message, param, "unsupported_parameter")
+    top = body.get("top_logprobs")
+    if top is not None and not 0 <= top <= TOP_LOGPROBS:
+        message = f"Invalid 'top_logprobs': integer above maximum value. Expected a value <= {TOP_LOGPROBS}"
+        return Refused(message if top > 0 else "Invalid 'top_logprobs': must be >= 0.", "top_logprobs",
+                       "integer_above_max_value" if top > 0 else "integer_below_min_value")  # fmt: skip
     return None
 
 
-def named_choice(choice: Any) -> str | None:
-    """The function a `tool_choice` names (Chat's `{function: {name}}` or the Responses API's flat
-    `{name}`), if it names one."""
-    if not isinstance(choice, dict) or choice.get("type") != "function":
-        return None
-    function = choice.get("function")
-    name = function.get("name") if isinstance(function, dict) else choice.get("name")
-    return name if isinstance(name, str) else None
+TOP_LOGPROBS = 20
+"""The most alternatives per token the API lists."""
 
 
 def refused_tool_choice(choice: Any, offered: list[str]) -> Refused | None:
     """A `tool_choice` that is malformed or names a tool not offered."""
-    if choice is None or choice in ("none", "auto", "required"):
-        return None
-    name = named_choice(choice)
-    if name is None:
-        message = "Invalid value for 'tool_choice': expected 'none', 'auto', 'required' or a named function."
-        return Refused(message, "tool_choice", "invalid_value")
-    if name not in offered:
-        message = f"Invalid value for 'tool_choice': no function named '{name}' was specified in 'tools'."
-        return Refused(message, "tool_choice", "invalid_value")
-    return None
-
-
-def contradicts_tool_choice(choice: Any, reply: ModelReply) -> str | None:
-    """How a scripted reply contradicts the request's `tool_choice` (the real model could not answer so)."""
-    calls = [call.name for call in reply.message.tool_calls]
-    if choice == "required" and not calls:
-        return "the request says tool_choice 'required', but the scripted reply calls no tool"
-    if choice == "none" and calls:
-        return f"the request says tool_choice 'none', but the scripted reply calls {', '.join(calls)}"
-    name = named_choice(choice)
-    if name is not None and (not calls or any(call != name for call in calls)):
-        return f"the request says tool_choice {name!r}, but the scripted reply calls {calls or 'no tool'}"
+    try:
+        read_tool_choice(choice, offered)
+    except ToolChoiceError as error:
+        return Refused(str(error), "tool_choice", "invalid_value")
     return None
 
 
@@ -127,8 +106,8 @@ class WireProtocol(Protocol):
         API would refuse it."""
         ...
 
-    def check(self, decoded: ModelRequest) -> str | None:
-        """A problem with what a well-formed request carries back (reasoning changed on its way)."""
+    def check(self, body: dict[str, Any], decoded: ModelRequest) -> Refused | None:
+        """What the API refuses in what a well-formed request carries back (reasoning items)."""
         ...
 
     def reply(self, reply: ModelReply, asked: Asked, *, refusal: bool = False) -> dict[str, Any]:
@@ -189,23 +168,21 @@ class ChatProtocol:
         """`messages` and `tools`, pairing checked."""
         return chat_wire.request_from_wire(body)
 
-    def check(self, decoded: ModelRequest) -> str | None:
-        """Nothing travels back unchanged over Chat Completions."""
+    def check(self, body: dict[str, Any], decoded: ModelRequest) -> Refused | None:
+        """Nothing travels back by reference over Chat Completions."""
         return None
 
     def reply(self, reply: ModelReply, asked: Asked, *, refusal: bool = False) -> dict[str, Any]:
         """A `chat.completion`; a refusal in `message.refusal`, its content null."""
-        wire = chat_wire.completion_to_wire(
+        return chat_wire.completion_to_wire(
             reply,
             completion_id=f"chatcmpl-sim{asked.number:06d}",
             created=CREATED,
             model=asked.model,
             usage=chat_wire.estimate_usage(asked.decoded, reply),
+            logprobs=self._logprobs(asked.body),
+            refusal=refusal,
         )
-        if refusal:
-            message = wire["choices"][0]["message"]
-            message["refusal"], message["content"] = message["content"], None
-        return wire
 
     def stream(self, reply: ModelReply, asked: Asked, *, refusal: bool = False) -> list[bytes]:
         """`chat.completion.chunk`s; the usage chunk only when `stream_options.include_usage` asks; a
@@ -217,16 +194,15 @@ class ChatProtocol:
             created=CREATED,
             model=asked.model,
             usage=chat_wire.estimate_usage(asked.decoded, reply) if include_usage else None,
+            logprobs=self._logprobs(asked.body),
+            refusal=refusal,
         )
-        if refusal:
-            for chunk in chunks:
-                for choice in chunk["choices"]:
-                    delta = choice["delta"]
-                    if "role" in delta:
-                        delta["content"], delta["refusal"] = None, ""
-                    elif "content" in delta:
-                        delta["refusal"] = delta.pop("content")
         return [_frame(chunk) for chunk in chunks]
+
+    @staticmethod
+    def _logprobs(body: dict[str, Any]) -> int | None:
+        """How many alternatives per token the request asks for, when it asks for log probabilities."""
+        return int(body.get("top_logprobs") or 0) if body.get("logprobs") else None
 
     def broken(self, stream: bool) -> bytes:
         """Half a completion."""
@@ -240,9 +216,27 @@ class ChatProtocol:
 ENCRYPTED_PREFIX = "sim-reasoning:"
 
 
+@dataclass(frozen=True, slots=True)
+class _ServedReasoning:
+    """A reasoning item as it was served, and whether the API kept it (`store` not false)."""
+
+    item: Reasoning
+    stored: bool
+
+
+def _not_found(item_id: str, *, unstored: bool) -> Refused:
+    message = f"Item with id '{item_id}' not found."
+    if unstored:
+        message += (
+            " Items are not persisted when `store` is set to false. Try again with `store` set to true, or"
+            " remove this item from your input."
+        )
+    return Refused(message, "input", None, status=404)
+
+
 class ResponsesProtocol:
     """`POST /v1/responses`: stateless or chained through `previous_response_id`, with a store of the
-    responses it sent (bounded), and reasoning that must come back unchanged."""
+    responses it sent with `store` not false (bounded), and the reasoning items it served, by item id."""
 
     name = "responses"
     paths: tuple[str, ...] = ("/v1/responses", "/responses")
@@ -251,11 +245,17 @@ class ResponsesProtocol:
 
     def __init__(self) -> None:
         self._stored: OrderedDict[str, list[ChatMessage]] = OrderedDict()
-        self._reasoning: dict[str, tuple[Reasoning, ...]] = {}
-        """The reasoning each call was served with, by call id: a later request must send it back."""
+        self._reasoning: OrderedDict[str, _ServedReasoning] = OrderedDict()
+        """Each reasoning item served, by its item id."""
+        self._needs: OrderedDict[str, tuple[str, ...]] = OrderedDict()
+        """The reasoning item ids served before each function call item (by its item id): the API refuses
+        the call item sent back by id without them."""
 
     def refused(self, body: dict[str, Any]) -> Refused | None:
-        """Types, `n`, log probabilities, `tool_choice`."""
+        """Types, `n`, `logprobs` (Chat's name: the Responses API takes `top_logprobs` and `include`),
+        `tool_choice`."""
+        if "logprobs" in body:
+            return Refused("Unknown parameter: 'logprobs'.", "logprobs", "unknown_parameter")
         offered = [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)]
         return _typed(body) or _unsupported(body) or refused_tool_choice(body.get("tool_choice"), offered)
 
@@ -275,21 +275,48 @@ class ResponsesProtocol:
         system = [SystemMessage(content=instructions)] if isinstance(instructions, str) else []
         return ModelRequest([*system, *conversation], responses_wire.tools_from_wire(body.get("tools")))
 
-    def check(self, decoded: ModelRequest) -> str | None:
-        """Reasoning served with calls must come back with them, unchanged, in a stateless request."""
-        for message in decoded.messages:
-            if not isinstance(message, AssistantMessage):
+    def check(self, body: dict[str, Any], decoded: ModelRequest) -> Refused | None:
+        """Reasoning items sent back as the API checks them: one sent by id alone must be one the API kept
+        (not `store: false`), one sent in full must be as it was served, and a function call item sent back
+        by its id needs the reasoning items served before it."""
+        items = body.get("input")
+        if not isinstance(items, list):
+            return None
+        sent: set[str] = set()
+        for item in items:
+            if not isinstance(item, dict):
                 continue
-            for call in message.tool_calls:
-                served = self._reasoning.get(call.id)
-                if served is not None and message.reasoning != served:
-                    shown = ", ".join(r.id or "?" for r in served)
-                    return f"the reasoning served with call {call.id} ({shown}) did not come back unchanged"
+            item_id = item.get("id")
+            if item.get("type") == "reasoning" and isinstance(item_id, str):
+                sent.add(item_id)
+                if (refused := self._check_reasoning(item_id, item)) is not None:
+                    return refused
+            elif item.get("type") == "function_call" and body.get("previous_response_id") is None:
+                missing = [r for r in self._needs.get(str(item_id), ()) if r not in sent]
+                if missing:
+                    message = (f"Item '{item_id}' of type 'function_call' was provided without its required"
+                               f" 'reasoning' item: '{missing[0]}'.")  # fmt: skip
+                    return Refused(message, "input")
+        return None
+
+    def _check_reasoning(self, item_id: str, item: dict[str, Any]) -> Refused | None:
+        served = self._reasoning.get(item_id)
+        encrypted = item.get("encrypted_content")
+        if served is None:
+            return None if encrypted is not None else _not_found(item_id, unstored=False)
+        if encrypted is None and not served.stored:
+            return _not_found(item_id, unstored=True)
+        returned = responses_wire.reasoning_from_wire(item)
+        if (encrypted is not None and encrypted != served.item.encrypted_content) or (
+            "summary" in item and returned.summary != served.item.summary
+        ):
+            message = f"The reasoning item {item_id} did not come back as it was served."
+            return Refused(message, None, "sim_reasoning_changed")
         return None
 
     def reply(self, reply: ModelReply, asked: Asked, *, refusal: bool = False) -> dict[str, Any]:
-        """A `response` object, kept (with the conversation it ends) for requests that chain to it; a
-        refusal as a `refusal` content part."""
+        """A `response` object, kept (with the conversation it ends) for requests that chain to it unless
+        the request said `store: false`; a refusal as a `refusal` content part."""
         response_id = f"resp_sim{asked.number:06d}"
         served = self._served(reply, response_id, asked.body)
         wire = responses_wire.response_to_wire(
@@ -298,16 +325,22 @@ class ResponsesProtocol:
             created=CREATED,
             model=asked.model,
             usage=chat_wire.estimate_usage(asked.decoded, reply),
-            previous_response_id=asked.body.get("previous_response_id"),
-            store=asked.body.get("store", True) is not False,
+            request=asked.body,
         )
-        history = [m for m in asked.decoded.messages if not isinstance(m, SystemMessage)]
-        self._stored[response_id] = [*history, served.message]
-        while len(self._stored) > self.STORED:
-            self._stored.popitem(last=False)
-        for call in served.message.tool_calls:
-            if served.message.reasoning:
-                self._reasoning[call.id] = served.message.reasoning
+        stored = asked.body.get("store") is not False
+        if stored:
+            history = [m for m in asked.decoded.messages if not isinstance(m, SystemMessage)]
+            self._stored[response_id] = [*history, served.message]
+            _bound(self._stored, self.STORED)
+        for item in served.message.reasoning:
+            if item.id is not None:
+                self._reasoning[item.id] = _ServedReasoning(item, stored)
+        _bound(self._reasoning, self.STORED)
+        reasoning_ids = tuple(item["id"] for item in wire["output"] if item["type"] == "reasoning")
+        for item in wire["output"]:
+            if item["type"] == "function_call" and reasoning_ids:
+                self._needs[item["id"]] = reasoning_ids
+        _bound(self._needs, self.STORED)
         if refusal:
             for item in wire["output"]:
                 if item["type"] == "message":
@@ -340,19 +373,30 @@ class ResponsesProtocol:
         return [_frame(event, event["type"]) for event in responses_wire.events_to_wire(wire)]
 
     def failed(self, error: dict[str, Any], asked: Asked) -> list[bytes]:
-        """`response.created`, `response.in_progress`, then `response.failed` carrying the error."""
-        response = {"id": f"resp_sim{asked.number:06d}", "object": "response", "created_at": CREATED,
-                    "model": asked.model, "output": [], "usage": None}  # fmt: skip
+        """`response.created`, `response.in_progress`, then `response.failed` carrying the error (its
+        `code` one the API uses: `server_error` when the script names none)."""
+        empty = ModelReply(message=AssistantMessage(), finish_reason="stop")
+        response_id = f"resp_sim{asked.number:06d}"
+
+        def response(status: str, failure: dict[str, Any] | None = None) -> dict[str, Any]:
+            return responses_wire.response_to_wire(empty, response_id=response_id, created=CREATED,
+                model=asked.model, usage=None, request=asked.body, status=status, error=failure)  # fmt: skip
+
+        started = response("in_progress")
+        ended = response("failed", {"code": error.get("code") or "server_error", "message": error["message"]})
         events = [
-            {"type": "response.created", "response": {**response, "status": "in_progress", "error": None}},
-            {
-                "type": "response.in_progress",
-                "response": {**response, "status": "in_progress", "error": None},
-            },
-            {"type": "response.failed", "response": {**response, "status": "failed", "error": error}},
+            {"type": "response.created", "response": started},
+            {"type": "response.in_progress", "response": started},
+            {"type": "response.failed", "response": ended},
         ]
         return [_frame({**event, "sequence_number": n}, str(event["type"])) for n, event in enumerate(events)]
 
     def broken(self, stream: bool) -> bytes:
         """Half a response."""
         return b'event: response.created\ndata: {"type": "response.cr\n\n' if stream else b'{"id": "resp_'
+
+
+def _bound(kept: OrderedDict[str, Any], most: int) -> None:
+    """Forget the oldest entries past `most`."""
+    while len(kept) > most:
+        kept.popitem(last=False)

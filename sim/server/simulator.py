@@ -37,8 +37,8 @@ from sim.server.protocols import (
     RefusedError,
     ResponsesProtocol,
     WireProtocol,
-    contradicts_tool_choice,
 )
+from sim.server.tool_choice import contradicts_tool_choice
 
 __all__ = ["CREATED", "Simulator", "api_error"]
 
@@ -132,7 +132,7 @@ class Simulator:
     def _refuse(self, number: int, refused: Refused) -> JSONResponse:
         where = f"{refused.param}: " if refused.param else ""
         self.problems.append(f"request {number}: invalid request: {where}{refused.message}")
-        return api_error(400, refused.message, code=refused.code, param=refused.param)
+        return api_error(refused.status, refused.message, code=refused.code, param=refused.param)
 
     async def _serve(self, request: Request, protocol: WireProtocol) -> Response:
         """The next scripted reply, or the error the API would send."""
@@ -154,9 +154,8 @@ class Simulator:
         except MessageContractError as error:
             self.problems.append(f"request {number}: invalid request: {error}")
             return api_error(400, f"Invalid request: {error}")
-        if (problem := protocol.check(decoded)) is not None:
-            self.problems.append(f"request {number}: {problem}")
-            return api_error(400, f"Invalid request: {problem}", code="sim_reasoning_changed")
+        if (refused := protocol.check(body, decoded)) is not None:
+            return self._refuse(number, refused)
         asked = Asked(body, decoded, number)
         step = await self.next_step(asked)
         if isinstance(step, Response):
@@ -205,7 +204,7 @@ class Simulator:
             await asyncio.sleep(latency.first_byte)
         if spec.error is not None and spec.error.in_stream and stream:
             error = {"message": spec.error.message, "type": spec.error.type or "server_error",
-                     "code": spec.error.code}  # fmt: skip
+                     "param": None, "code": spec.error.code}  # fmt: skip
             return StreamingResponse(
                 _events(protocol.failed(error, asked), b"", None, latency), media_type="text/event-stream"
             )

@@ -70,3 +70,72 @@ def test_a_caching_hint_a_framework_draws_per_run_does_not_stop_a_match() -> Non
     assert isinstance(
         answers.match("POST", "/v1/chat/completions", json.dumps(now).encode()), RecordedInteraction
     )
+
+
+def chained(previous: str | None, text: str) -> dict[str, Any]:
+    return {"model": "m", "previous_response_id": previous, "input": [{"role": "user", "content": text}]}
+
+
+def test_interleaved_chains_that_say_the_same_are_told_apart_by_their_previous_response() -> None:
+    """Two chains send the same follow-up; only `previous_response_id` says which chain a request is."""
+    path = "/v1/responses"
+    answers = RecordedAnswers(
+        [
+            interaction(0, chained(None, "start A"), '{"id": "resp_A"}', path),
+            interaction(1, chained(None, "start B"), '{"id": "resp_B"}', path),
+            interaction(2, chained("resp_A", "go on"), "A's answer", path),
+            interaction(3, chained("resp_B", "go on"), "B's answer", path),
+        ]
+    )
+    for start in ("start A", "start B"):
+        assert isinstance(
+            answers.match("POST", path, json.dumps(chained(None, start)).encode()), RecordedInteraction
+        )
+    spaced = json.dumps(chained("resp_B", "go on"), indent=2).encode()  # not the recorded bytes: canonical
+    found = answers.match("POST", path, spaced)
+    assert isinstance(found, RecordedInteraction) and found.response.body == b"B's answer"
+
+
+def test_bodies_whose_keys_come_in_another_order_match() -> None:
+    recorded = {
+        "model": "m",
+        "previous_response_id": "resp_1",
+        "input": [{"id": "rs_2", "type": "reasoning"}],
+    }
+    answers = RecordedAnswers([interaction(0, recorded, "it", "/v1/responses")])
+    reordered = (
+        b'{"input": [{"type": "reasoning", "id": "rs_2"}], "previous_response_id": "resp_1", "model": "m"}'
+    )
+    assert isinstance(answers.match("POST", "/v1/responses", reordered), RecordedInteraction)
+
+
+def test_with_repeat_a_program_run_again_is_answered_again() -> None:
+    recorded = [interaction(0, asking("a"), "first"), interaction(1, asking("a", "b"), "second")]
+    answers = RecordedAnswers(recorded, repeat=True)
+    for _ in range(3):  # the same program, three runs against one long-running server
+        for body in (asking("a"), asking("a", "b")):
+            assert isinstance(
+                answers.match("POST", "/v1/chat/completions", json.dumps(body).encode()), RecordedInteraction
+            )
+    assert answers.rounds == 3 and answers.unplayed() == [] and answers.misses == []
+
+
+def test_after_every_interaction_was_played_a_changed_request_still_names_its_difference() -> None:
+    for repeat in (False, True):
+        answers = RecordedAnswers([interaction(0, asking("weather in Paris"), "it")], repeat=repeat)
+        body = json.dumps(asking("weather in Paris")).encode()
+        assert isinstance(answers.match("POST", "/v1/chat/completions", body), RecordedInteraction)
+        miss = answers.match("POST", "/v1/chat/completions", json.dumps(asking("weather in Oslo")).encode())
+        assert isinstance(miss, Miss)
+        assert miss.difference == (
+            'messages[0].content: recorded "weather in Paris" != now "weather in Oslo" (all 1 were played)'
+        )
+    once = RecordedAnswers([interaction(0, asking("a"), "it")])
+    assert isinstance(
+        once.match("POST", "/v1/chat/completions", json.dumps(asking("a")).encode()), RecordedInteraction
+    )
+    again = once.match("POST", "/v1/chat/completions", json.dumps(asking("a")).encode())
+    assert (
+        isinstance(again, Miss)
+        and again.difference == "a request the cassette does not hold (all 1 were played)"
+    )

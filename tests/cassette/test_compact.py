@@ -149,6 +149,21 @@ def test_a_broken_reference_is_one_line_naming_the_interaction(
     assert done.returncode == 1 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
+def test_at_counts_characters_not_bytes(tmp_path: Path) -> None:
+    """An offset past the base body's characters (but within its UTF-8 bytes) is refused, not cut mid-text."""
+    data = _conversation({"model": "m", "messages": [message("user", "héllo wörld ünïcödé")]}, {"model": "m"})
+    base = data["interactions"][0]["request"]["body"]
+    assert len(base.encode()) > len(base) + 5
+    data["interactions"][1]["request"]["body"] = {"extends": 0, "at": len(base) + 3, "add": ",{}"}
+    path = tmp_path / "offset.yaml"
+    path.write_text(to_yaml(data))
+    with pytest.raises(CassetteError, match=r"interaction 1: .*`at` must be an offset"):
+        read_cassette(path)
+    data["interactions"][1]["request"]["body"] = {"extends": 0, "at": len(base) - 2, "add": ",{}"}
+    path.write_text(to_yaml(data))
+    assert read_cassette(path).interactions[1].request.text == base[:-2] + ",{}" + base[-2:]
+
+
 def test_a_long_chain_is_read_without_recursion(tmp_path: Path) -> None:
     messages = [message("user", "Start")]
     bodies = []

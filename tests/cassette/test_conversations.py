@@ -138,3 +138,65 @@ def test_a_handoff_that_changes_instructions_and_tools_continues_the_conversatio
     scenario = load_scenario(tmp_path / "handoff.yaml")
     assert [tool.name for tool in scenario.tools] == ["lookup", "book"]  # type: ignore[union-attr]
     assert asyncio.run(play_file(tmp_path / "handoff.yaml")).problems == ()
+
+
+def responses_interaction(items: list[dict[str, Any]], output: list[dict[str, Any]]) -> dict[str, Any]:
+    body = {"id": f"resp_{len(items)}", "object": "response", "status": "completed", "output": output}
+    request_body = json.dumps(
+        {"model": "m", "input": items, "tools": [{"type": "function", "name": "lookup"}]}
+    )
+    return {
+        "request": {"method": "POST", "uri": "https://api.openai.com/v1/responses", "headers": {},
+                    "body": request_body},
+        "response": {"status": {"code": 200, "message": "OK"}, "headers": {},
+                     "body": {"string": json.dumps(body)}},
+    }  # fmt: skip
+
+
+def interleaved_cassettes(tmp_path: Path) -> dict[str, Path]:
+    """A reply calling two tools, sent back as call A, output A, call B, output B (as the API accepts)."""
+    user = {"role": "user", "content": "Weather in Paris and Rome?"}
+    a = {"type": "function_call", "call_id": "call_a", "name": "lookup", "arguments": '{"city":"Paris"}'}
+    b = {"type": "function_call", "call_id": "call_b", "name": "lookup", "arguments": '{"city":"Rome"}'}
+    outputs = [
+        {"type": "function_call_output", "call_id": c, "output": f"{c}: sunny"} for c in ("call_a", "call_b")
+    ]
+    text = {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "Both sunny."}],
+    }
+    responses = [
+        responses_interaction([user], [a, b]),
+        responses_interaction([user, a, outputs[0], b, outputs[1]], [text]),
+    ]
+    call_a, call_b = calling("call_a", "Paris"), calling("call_b", "Rome")
+    both = {**call_a, "tool_calls": [*call_a["tool_calls"], *call_b["tool_calls"]]}
+    results = [{"role": "tool", "tool_call_id": c, "content": f"{c}: sunny"} for c in ("call_a", "call_b")]
+    chat_user = {"role": "user", "content": user["content"]}
+    chat = [
+        interaction([chat_user], both),
+        interaction(
+            [chat_user, call_a, results[0], call_b, results[1]],
+            {"role": "assistant", "content": "Both sunny."},
+        ),
+    ]
+    paths = {}
+    for name, interactions in (("responses", responses), ("chat", chat)):
+        paths[name] = tmp_path / f"{name}.yaml"
+        paths[name].write_text(yaml.safe_dump({"interactions": interactions, "version": 1}))
+    return paths
+
+
+def test_calls_sent_back_each_followed_by_its_output_are_one_assistant_turn(tmp_path: Path) -> None:
+    for api, path in interleaved_cassettes(tmp_path).items():
+        (found,) = conversations(read_cassette(path))
+        second = found.exchanges[1].new_messages
+        assert [m.role for m in second] == ["assistant", "tool", "tool"], api
+        assert [c.id for c in second[0].tool_calls] == ["call_a", "call_b"]  # type: ignore[union-attr]
+        target = tmp_path / f"{api}-scenario.yaml"
+        converted = CliRunner().invoke(app, ["convert", str(path), "-o", str(target)])
+        assert converted.exit_code == 0, converted.output
+        written = target.read_text()
+        assert "result not recorded" not in written and "call_b: sunny" in written
+        assert asyncio.run(play_file(target)).problems == (), api

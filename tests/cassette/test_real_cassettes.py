@@ -4,9 +4,12 @@ Chat Completions and the Responses API), and on the bundled ones."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from sim.adapters.apis import Api
@@ -209,3 +212,31 @@ def test_convert_writes_no_credential_found_in_a_recording(tmp_path: Path) -> No
     written = (tmp_path / "out.yaml").read_text()
     assert "LEAKED0123456789abcdef" not in written
     assert "Your key <redacted> works." in written
+
+
+def test_a_chain_whose_parent_is_missing_is_one_warning_not_unpaired_requests(tmp_path: Path) -> None:
+    """The first request answers a call made in the response that is not recorded; so does every request
+    chained after it. Only the missing parent is worth saying."""
+
+    def exchange(previous: str, call_id: str, served: str, output: dict[str, Any]) -> dict[str, Any]:
+        request = {
+            "model": "m",
+            "previous_response_id": previous,
+            "input": [{"type": "function_call_output", "call_id": call_id, "output": "ok"}],
+        }
+        response = {"id": served, "object": "response", "status": "completed", "output": [output]}
+        return {"request": {"method": "POST", "uri": "https://api.openai.com/v1/responses", "headers": {},
+                            "body": json.dumps(request)},
+                "response": {"status": {"code": 200, "message": "OK"}, "headers": {},
+                             "body": {"string": json.dumps(response)}}}  # fmt: skip
+
+    call = {"type": "function_call", "call_id": "call_y", "name": "lookup", "arguments": "{}"}
+    text = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "done"}]}
+    interactions = [
+        exchange("resp_gone", "call_x", "resp_1", call),
+        exchange("resp_1", "call_y", "resp_2", text),
+    ]
+    path = tmp_path / "chain.yaml"
+    path.write_text(yaml.safe_dump({"interactions": interactions, "version": 1}))
+    found = [(f.severity, f.what) for f in audit(read_cassette(path))]
+    assert found == [("warning", "previous_response_id resp_gone names no response recorded here")]

@@ -315,20 +315,25 @@ def test_a_responses_divergence_names_the_turn_and_the_json_path(tmp_path: Path)
     assert report.problems[0] == f'turn 1: input[0].content: recorded "{prompt}" != now "Something else."'
 
 
-def test_a_session_recorded_again_with_new_server_ids_still_matches(tmp_path: Path) -> None:
-    """The server mints response and item ids anew each recording; the client sends back whatever it got."""
+def test_the_ids_a_chain_sends_back_are_matched_as_recorded(tmp_path: Path) -> None:
+    """A chained request is told apart from another chain's only by the ids it sends back: what it was
+    served, which is what was recorded. A cassette whose responses no longer carry the ids its requests
+    send back is caught, naming the id."""
     text = (ROOT / "cassettes" / "responses" / "parallel-calls.yaml").read_text()
+    assert (
+        asyncio.run(replay_cassette(ROOT / "cassettes" / "responses" / "parallel-calls.yaml")).problems == ()
+    )
     data = yaml.safe_load(text)
-    for interaction in data["interactions"]:  # the responses as a new recording would have them
+    for interaction in data["interactions"]:  # responses that no longer say what the requests send back
         body = interaction["response"]["body"]["string"]
-        interaction["response"]["body"]["string"] = body.replace("resp_sim", "resp_live").replace(
-            "fc_sim", "fc_live"
-        )
+        interaction["response"]["body"]["string"] = body.replace("resp_sim", "resp_live")
     path = tmp_path / "again.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    report = asyncio.run(replay_cassette(path))
-    assert report.problems == ()
-    changed = yaml.safe_load(text)  # the client's own choices still count: a different model does not match
+    problem = asyncio.run(replay_cassette(path)).problems[0]
+    assert problem.startswith(
+        'turn 2: previous_response_id: recorded "resp_sim000001" != now "resp_live000001"'
+    )
+    changed = yaml.safe_load(text)  # the client's own choices count too: a different model does not match
     changed["sim"]["model"] = "another-model"
     path.write_text(yaml.safe_dump(changed, sort_keys=False))
     assert (

@@ -4,13 +4,16 @@ real cassette answers its own recorded requests, in recorded order, byte for byt
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import httpx2
+import openai
 import pytest
+import yaml
 
 from sim.cassette.reader import read_cassette
 from sim.server.cassette_server import CassetteServer
@@ -51,16 +54,87 @@ def test_concurrent_identical_requests_each_get_their_own_recorded_answer() -> N
     cassette = read_cassette(ROOT / "cassettes" / "echo-42.yaml")
     first = cassette.interactions[0]
     doubled = type(cassette)(cassette.path, (first, type(first)(1, first.request, first.response)))
-    server = CassetteServer(doubled)
+    for repeat, statuses in ((False, [200, 200, 400]), (True, [200, 200, 200])):
+        server = CassetteServer(doubled, repeat=repeat)
 
-    async def ask_twice() -> list[int]:
+        async def ask_three_times(server: CassetteServer = server) -> list[int]:
+            transport = httpx2.ASGITransport(app=server.app)
+            async with httpx2.AsyncClient(transport=transport, base_url="http://sim") as client:
+                asked = [client.post(first.request.path, content=first.request.body or b"") for _ in range(3)]
+                return [response.status_code for response in await asyncio.gather(*asked)]
+
+        assert sorted(asyncio.run(ask_three_times())) == statuses
+        assert server.consumed
+
+
+def recorded_error(tmp_path: Path) -> Path:
+    """A recorded 500 that tells the SDK not to retry, with a credential header that must not be served."""
+    path = tmp_path / "error.yaml"
+    error = {"message": "The server had an error", "type": "server_error", "param": None, "code": None}
+    body = json.dumps({"error": error})
+    request = '{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
+    interaction = {
+        "request": {
+            "method": "POST",
+            "uri": "https://api.openai.com/v1/chat/completions",
+            "headers": {},
+            "body": request,
+        },
+        "response": {
+            "status": {"code": 500, "message": "Internal Server Error"},
+            "headers": {
+                "x-should-retry": ["false"],
+                "x-request-id": ["req_1"],
+                "set-cookie": ["s=1"],
+                "content-type": ["application/json"],
+                "content-length": ["999"],
+            },
+            "body": {"string": body},
+        },
+    }
+    path.write_text(yaml.safe_dump({"interactions": [interaction], "version": 1}))
+    return path
+
+
+def test_recorded_headers_are_served_so_a_recorded_500_is_not_retried(tmp_path: Path) -> None:
+    server = CassetteServer(read_cassette(recorded_error(tmp_path)))
+
+    async def ask() -> tuple[openai.InternalServerError, httpx2.Response]:
+        http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=server.app))
+        client = openai.AsyncOpenAI(
+            base_url="http://sim/v1", api_key="sk-test", http_client=http
+        )  # retries on
+        async with client:
+            with pytest.raises(openai.InternalServerError) as caught:
+                await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        return caught.value, caught.value.response
+
+    error, response = asyncio.run(ask())
+    assert server.received == 1  # the recorded x-should-retry: false was obeyed
+    assert error.request_id == "req_1" and response.headers["x-should-retry"] == "false"
+    assert "set-cookie" not in response.headers
+    assert response.headers["content-length"] == str(len(response.content))
+
+
+def test_a_program_run_again_against_a_served_cassette_is_answered_again() -> None:
+    cassette = read_cassette(ROOT / "cassettes" / "echo-42.yaml")
+    server = CassetteServer(cassette)
+
+    async def run_twice() -> None:
         transport = httpx2.ASGITransport(app=server.app)
         async with httpx2.AsyncClient(transport=transport, base_url="http://sim") as client:
-            asked = [client.post(first.request.path, content=first.request.body or b"") for _ in range(3)]
-            return [response.status_code for response in await asyncio.gather(*asked)]
+            for _ in range(2):
+                for interaction in cassette.interactions:
+                    request = interaction.request
+                    response = await client.post(request.path, content=request.body or b"")
+                    assert response.content == interaction.response.body
+            changed = cassette.interactions[0].request.body.replace(b"echo 42", b"echo 43")  # type: ignore[union-attr]
+            miss = await client.post(cassette.interactions[0].request.path, content=changed)
+            assert miss.status_code == 400
+            assert "messages[1].content" in miss.json()["error"]["message"]
 
-    assert sorted(asyncio.run(ask_twice())) == [200, 200, 400]
-    assert server.consumed
+    asyncio.run(run_twice())
+    assert server.answers.rounds == 2
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="uses POSIX signals")

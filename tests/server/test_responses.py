@@ -103,7 +103,7 @@ def test_reasoning_that_does_not_come_back_unchanged_is_refused(tmp_path: Path) 
     error = talk(sim, conversation)
     assert error.code == "sim_reasoning_changed"
     assert sim.problems == [
-        "request 2: the reasoning served with call call_1 (rs_sim000001_1) did not come back unchanged"
+        "request 2: invalid request: The reasoning item rs_sim000001_1 did not come back as it was served."
     ]
 
 

@@ -1,0 +1,112 @@
+"""What a request's `tool_choice` lets the model call, read the same way for both APIs: `none`, `auto`,
+`required`, one named function (Chat's `{function: {name}}`, the Responses API's flat `{name}`), or
+`allowed_tools` (Chat nests `{allowed_tools: {mode, tools}}`, the Responses API writes `{mode, tools}`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sim.core.model import ModelReply
+
+
+@dataclass(frozen=True, slots=True)
+class ToolChoice:
+    """What the model may answer: whether it must call a tool, whether it may, and which tools (None: any
+    offered)."""
+
+    required: bool = False
+    forbidden: bool = False
+    allowed: frozenset[str] | None = None
+    named: str | None = None
+    """The one function a named choice forces (for messages)."""
+
+    def permits(self, names: Sequence[str]) -> bool:
+        """Whether a reply calling `names` (in order; none for a text reply) obeys this choice."""
+        return self.contradiction(names) is None
+
+    def contradiction(self, names: Sequence[str]) -> str | None:
+        """How a reply calling `names` disobeys this choice, or None."""
+        if self.forbidden and names:
+            return f"the request says tool_choice 'none', but the scripted reply calls {', '.join(names)}"
+        if self.required and not names:
+            said = repr(self.named) if self.named else "'required'"
+            return f"the request says tool_choice {said}, but the scripted reply calls no tool"
+        if self.allowed is not None and any(name not in self.allowed for name in names):
+            said = repr(self.named) if self.named else f"allowed_tools {sorted(self.allowed)}"
+            return f"the request says tool_choice {said}, but the scripted reply calls {list(names)}"
+        return None
+
+
+class ToolChoiceError(ValueError):
+    """A `tool_choice` the API refuses (malformed, or naming a tool that is not offered)."""
+
+
+def _function_name(tool: Any) -> str | None:
+    """The name a `{type: function, name}` or `{type: function, function: {name}}` entry gives."""
+    if not isinstance(tool, Mapping) or tool.get("type") != "function":
+        return None
+    function = tool.get("function")
+    name = function.get("name") if isinstance(function, Mapping) else tool.get("name")
+    return name if isinstance(name, str) else None
+
+
+def read_tool_choice(choice: Any, offered: Sequence[str]) -> ToolChoice:
+    """`choice` as what the model may call, checked against the tools `offered`; `ToolChoiceError` with the
+    API's words where it would refuse the request."""
+    if choice is None or choice == "auto":
+        return ToolChoice()
+    if choice == "none":
+        return ToolChoice(forbidden=True)
+    if choice == "required":
+        return ToolChoice(required=True)
+    if isinstance(choice, Mapping) and choice.get("type") == "allowed_tools":
+        inner = choice.get("allowed_tools", choice)
+        mode = inner.get("mode") if isinstance(inner, Mapping) else None
+        tools = inner.get("tools") if isinstance(inner, Mapping) else None
+        if mode not in ("auto", "required") or not isinstance(tools, list) or not tools:
+            raise ToolChoiceError(
+                "Invalid value for 'tool_choice': allowed_tools needs a mode ('auto' or 'required') and a"
+                " non-empty list of tools."
+            )
+        names = [_function_name(tool) for tool in tools]
+        if None in names:
+            raise ToolChoiceError("Invalid value for 'tool_choice': sim allows function tools only.")
+        _check_offered([name for name in names if name is not None], offered)
+        return ToolChoice(required=mode == "required", allowed=frozenset(n for n in names if n is not None))
+    name = _function_name(choice)
+    if name is None:
+        raise ToolChoiceError(
+            "Invalid value for 'tool_choice': expected 'none', 'auto', 'required', a named function or"
+            " allowed_tools."
+        )
+    _check_offered([name], offered)
+    return ToolChoice(required=True, allowed=frozenset({name}), named=name)
+
+
+def _check_offered(names: Sequence[str], offered: Sequence[str]) -> None:
+    for name in names:
+        if name not in offered:
+            raise ToolChoiceError(
+                f"Invalid value for 'tool_choice': no function named '{name}' was specified in 'tools'."
+            )
+
+
+def contradicts_tool_choice(choice: Any, reply: ModelReply) -> str | None:
+    """How a scripted reply contradicts the request's `tool_choice` (the real model could not answer so);
+    a malformed choice contradicts nothing (it was refused before)."""
+    try:
+        read = read_tool_choice(choice, _named_anywhere(choice))
+    except ToolChoiceError:
+        return None
+    return read.contradiction([call.name for call in reply.message.tool_calls])
+
+
+def _named_anywhere(choice: Any) -> list[str]:
+    if not isinstance(choice, Mapping):
+        return []
+    inner = choice.get("allowed_tools", choice)
+    tools = inner.get("tools") if isinstance(inner, Mapping) else None
+    entries = tools if isinstance(tools, list) else [choice]
+    return [name for name in map(_function_name, entries) if name is not None]

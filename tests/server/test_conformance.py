@@ -1,0 +1,252 @@
+"""Conformance with the official OpenAPI spec: every body and every SSE event the simulator can send
+(both APIs, JSON and streamed: text, parallel calls, refusals, reasoning, cut replies, failures, errors),
+every request body our adapters send, and what the simulator accepts. The judge is `jsonschema` over the
+spec, not our own models; the only differences allowed are those `tests.spec.TOLERATED` lists, each shown
+by a real recording of the live API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+
+from sim.adapters.openai_chat import OpenAIChatModel
+from sim.adapters.openai_responses import OpenAIResponsesModel
+from sim.cassette.reader import read_cassette
+from sim.core.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
+from sim.core.model import ModelRequest, ToolSpec
+from sim.scenario import load_scenario
+from sim.server import Simulator
+from tests.corpus import CORPUS, needs_corpus
+from tests.spec import TOLERATED, differences, untolerated
+
+SCRIPTS = {
+    "text": "replies: [{content: The command printed 42.}]",
+    "parallel calls": "replies: [{tool_calls: [{name: lookup, arguments: {city: Paris}}, "
+    "{name: lookup, arguments: {city: Rome}}]}]",
+    "refusal": "replies: [{refusal: I cannot help with that.}]",
+    "reasoning": "replies: [{tool_calls: [{name: lookup, arguments: {city: Paris}}], reasoning: Look.}]",
+    "text and calls": "replies: [{content: Looking., tool_calls: [{name: lookup, arguments: {}}]}]",
+    "length": "replies: [{content: half an ans, finish_reason: length}]",
+    "content filter": "replies: [{content: half, finish_reason: content_filter}]",
+    "failed in stream": "replies: [{error: {status: 500, message: Boom, in_stream: true}}]",
+    "rate limited": "replies: [{error: {status: 429, message: Slow, code: rate_limit_exceeded}}]",
+}
+CHAT = {
+    "path": "/v1/chat/completions",
+    "body": {
+        "model": "m",
+        "messages": [{"role": "user", "content": "p"}],
+        "tools": [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}],
+        "logprobs": True,
+        "top_logprobs": 2,
+    },
+    "json": "CreateChatCompletionResponse",
+    "event": "CreateChatCompletionStreamResponse",
+}
+RESPONSES = {
+    "path": "/v1/responses",
+    "body": {
+        "model": "m",
+        "input": "p",
+        "tools": [{"type": "function", "name": "lookup", "parameters": {"type": "object"}, "strict": False}],
+        "include": ["reasoning.encrypted_content", "message.output_text.logprobs"],
+        "top_logprobs": 2,
+        "metadata": {"suite": "conformance"},
+    },
+    "json": "Response",
+    "event": "ResponseStreamEvent",
+}
+APIS = {"chat": CHAT, "responses": RESPONSES}
+
+
+def served(script: str, path: str, body: dict[str, Any], tmp_path: Path) -> httpx2.Response:
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(f"prompt: p\ntools: [{{name: lookup}}]\n{script}\n")
+    sim = Simulator(load_scenario(scenario))
+
+    async def post() -> httpx2.Response:
+        transport = httpx2.ASGITransport(app=sim.app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://sim.test") as client:
+            return await client.post(path, json=body)
+
+    return asyncio.run(post())
+
+
+def events(response: httpx2.Response) -> list[Any]:
+    lines = response.text.split("\n")
+    return [json.loads(line[6:]) for line in lines if line.startswith("data: ") and line != "data: [DONE]"]
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("kind", sorted(SCRIPTS))
+def test_what_the_simulator_serves_conforms(tmp_path: Path, kind: str, api: str, stream: bool) -> None:
+    shape = APIS[api]
+    body = {**shape["body"], "stream": stream}
+    if stream and api == "chat":
+        body["stream_options"] = {"include_usage": True}
+    response = served(SCRIPTS[kind], shape["path"], body, tmp_path)
+    if response.status_code >= 400:
+        assert kind == "rate limited" or (kind == "failed in stream" and not stream), response.text
+        assert untolerated("ErrorResponse", response.json()) == []
+        return
+    if not stream:
+        assert untolerated(shape["json"], response.json()) == []
+        return
+    sent = events(response)
+    assert sent
+    for event in sent:
+        # a Chat stream fails with an `error` frame, which the SDK's stream reader raises as an APIError
+        schema = "ErrorResponse" if api == "chat" and "error" in event else shape["event"]
+        assert untolerated(schema, event) == [], event
+
+
+def test_a_difference_is_reported_where_it_is(tmp_path: Path) -> None:
+    """The judge can fail: a body sim never sends (a status the spec does not know) is a difference."""
+    response = served(SCRIPTS["text"], "/v1/responses", RESPONSES["body"], tmp_path)
+    broken = {**response.json(), "status": "thinking", "temperature": "hot"}
+    assert sorted(untolerated("Response", broken)) == [
+        "Response $.status: 'thinking' is not one of ['completed', 'failed', 'in_progress', 'cancelled',"
+        " 'queued', 'incomplete']",
+        "Response $.temperature: 'hot' is not of type 'number'",
+    ]
+
+
+class _Capturing(httpx2.AsyncBaseTransport):
+    """The simulator in process, keeping each request body the SDK sent (the network is the only stand-in)."""
+
+    def __init__(self, app: Any) -> None:
+        self.inner = httpx2.ASGITransport(app=app)
+        self.bodies: list[Any] = []
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        self.bodies.append(json.loads(await request.aread()))
+        return await self.inner.handle_async_request(request)
+
+
+TOOL = ToolSpec("lookup", "Looks a city up.", {"type": "object", "properties": {"city": {"type": "string"}}})
+TWO_TURNS = """
+prompt: p
+tools: [{name: lookup}]
+replies:
+  - {content: Looking., tool_calls: [{id: call_1, name: lookup, arguments: {city: Paris}}], reasoning: Look.}
+  - content: Sunny.
+"""
+
+
+def adapter_bodies(tmp_path: Path, build: Any) -> list[Any]:
+    scenario = tmp_path / "two.yaml"
+    scenario.write_text(textwrap.dedent(TWO_TURNS))
+    transport = _Capturing(Simulator(load_scenario(scenario)).app)
+    model = build(httpx2.AsyncClient(transport=transport))
+    system, user = SystemMessage(content="You look things up."), UserMessage(content="Weather in Paris?")
+
+    async def two_turns() -> None:
+        first = await model.complete(ModelRequest([system, user], (TOOL,)))
+        assert isinstance(first.message, AssistantMessage)
+        call: ToolCall = first.message.tool_calls[0]
+        result = ToolMessage(tool_call_id=call.id, content="sunny")
+        await model.complete(ModelRequest([system, user, first.message, result], (TOOL,)))
+
+    asyncio.run(two_turns())
+    return transport.bodies
+
+
+CONNECT = {"base_url": "http://sim.test/v1", "api_key": "sk-x", "model": "m"}
+ADAPTERS: dict[str, tuple[Any, dict[str, Any], str]] = {
+    "chat": (OpenAIChatModel, {}, "CreateChatCompletionRequest"),
+    "chat stream": (OpenAIChatModel, {"stream": True}, "CreateChatCompletionRequest"),
+    "responses": (OpenAIResponsesModel, {"max_output_tokens": 500}, "CreateResponse"),
+    "responses chain": (OpenAIResponsesModel, {"chain": True, "stream": True}, "CreateResponse"),
+}
+
+
+@pytest.mark.parametrize("adapter", sorted(ADAPTERS))
+def test_every_request_body_our_adapters_send_conforms(tmp_path: Path, adapter: str) -> None:
+    model, options, schema = ADAPTERS[adapter]
+    bodies = adapter_bodies(tmp_path, lambda http: model.connect(**CONNECT, **options, http_client=http))
+    assert len(bodies) == 2
+    for body in bodies:
+        assert untolerated(schema, body) == [], body
+
+
+SPEC_VALID_REQUESTS = {
+    "chat": [
+        {"logprobs": True, "top_logprobs": 5},
+        {"tool_choice": {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [
+            {"type": "function", "function": {"name": "lookup"}}]}}},
+        {"tool_choice": {"type": "function", "function": {"name": "lookup"}}, "parallel_tool_calls": False},
+        {"metadata": {"a": "b"}, "store": True, "user": "u", "safety_identifier": "s",
+         "prompt_cache_key": "k",
+         "service_tier": "auto", "seed": 7, "stop": ["\n"], "temperature": 0.5, "top_p": 0.9,
+         "frequency_penalty": 0.1, "presence_penalty": 0.1, "max_completion_tokens": 100,
+         "reasoning_effort": "low", "verbosity": "low", "logit_bias": {"50256": -100}},
+        {"response_format": {"type": "json_schema",
+                             "json_schema": {"name": "out", "schema": {"type": "object"}, "strict": True}}},
+        {"stream": True, "stream_options": {"include_usage": True}},
+        {"modalities": ["text"], "prompt_cache_retention": "24h"},
+    ],
+    "responses": [
+        {"top_logprobs": 5, "include": ["message.output_text.logprobs"]},
+        {"tool_choice": {"type": "allowed_tools", "mode": "required",
+                         "tools": [{"type": "function", "name": "lookup"}]}},
+        {"tool_choice": {"type": "function", "name": "lookup"}, "parallel_tool_calls": False},
+        {"metadata": {"a": "b"}, "store": False, "user": "u", "safety_identifier": "s",
+         "prompt_cache_key": "k",
+         "service_tier": "auto", "temperature": 0.5, "top_p": 0.9, "max_output_tokens": 100,
+         "truncation": "auto", "instructions": "Be brief.", "max_tool_calls": 3, "background": False},
+        {"reasoning": {"effort": "low", "summary": "auto"}, "include": ["reasoning.encrypted_content"]},
+        {"text": {"verbosity": "low", "format": {"type": "json_schema", "name": "out",
+                                                 "schema": {"type": "object"}, "strict": True}}},
+        {"stream": True, "stream_options": {"include_obfuscation": False}},
+        {"prompt_cache_retention": "24h", "input": [{"type": "message", "role": "user",
+                                                     "content": [{"type": "input_text", "text": "p"}]}]},
+    ],
+}  # fmt: skip
+SIM_DOES_NOT_SIMULATE = re.compile(r"^(sim_|unsupported_)")
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_a_request_the_spec_allows_is_never_refused_as_invalid(tmp_path: Path, api: str) -> None:
+    shape = APIS[api]
+    base = {
+        key: value
+        for key, value in shape["body"].items()
+        if key not in ("include", "top_logprobs", "logprobs")
+    }
+    schema = "CreateChatCompletionRequest" if api == "chat" else "CreateResponse"
+    for extra in SPEC_VALID_REQUESTS[api]:
+        body = {**base, **extra}
+        assert differences(schema, body) == [], body  # the judge allows it...
+        script = (
+            "replies: [{tool_calls: [{name: lookup, arguments: {}}]}]"
+            if "tool_choice" in extra
+            else SCRIPTS["text"]
+        )
+        response = served(script, shape["path"], body, tmp_path)
+        code = response.json().get("error", {}).get("code") if response.status_code >= 400 else None
+        assert response.status_code == 200 or SIM_DOES_NOT_SIMULATE.match(code or ""), (extra, response.text)
+
+
+@needs_corpus
+def test_each_tolerated_difference_is_shown_by_its_recording() -> None:
+    """The list of tolerated differences cannot rot: each one's recording really differs so."""
+    for rule in TOLERATED:
+        cassette = read_cassette(CORPUS / rule.recording)
+        shown = []
+        for interaction in cassette.interactions:
+            response = interaction.response
+            values = (
+                [e for e in response.events() if isinstance(e, dict)]
+                if response.is_event_stream
+                else [response.json()]
+            )
+            shown += [d for value in values for d in differences(rule.schema, value) if d.tolerated() == rule]
+        assert shown, rule
