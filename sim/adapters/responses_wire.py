@@ -21,6 +21,7 @@ from sim.core.messages import (
     HistoryView,
     Reasoning,
     SystemMessage,
+    TextItem,
     ToolCall,
     ToolMessage,
     UserMessage,
@@ -44,9 +45,44 @@ def reasoning_to_wire(reasoning: Reasoning) -> dict[str, Any]:
     if reasoning.id is not None:
         item["id"] = reasoning.id
     item["summary"] = [{"type": "summary_text", "text": text} for text in reasoning.summary]
+    if reasoning.content:
+        item["content"] = [{"type": "reasoning_text", "text": text} for text in reasoning.content]
     if reasoning.encrypted_content is not None:
         item["encrypted_content"] = reasoning.encrypted_content
     return item
+
+
+def text_item_to_wire(item: TextItem) -> dict[str, Any]:
+    """A message item of a reply as the API returned it (and takes it back): with its id and phase."""
+    wire: dict[str, Any] = {"type": "message", "role": "assistant"}
+    if item.id is not None:
+        wire["id"] = item.id
+        wire["status"] = "completed"
+    wire["content"] = [{"type": "output_text", "text": item.text, "annotations": [], "logprobs": []}]
+    if item.phase is not None:
+        wire["phase"] = item.phase
+    return wire
+
+
+def assistant_turn(
+    parts: Sequence[Reasoning | TextItem], calls: Sequence[ToolCall] = (), *, content: str | None = None
+) -> AssistantMessage:
+    """An assistant turn from its reasoning and text items in order (and its calls): `content` joins the
+    texts unless given; the items are kept where sending back `content` and `reasoning` would lose
+    something (an id or phase, several texts, reasoning after text, reasoning content kept in order)."""
+    texts = [part.text for part in parts if isinstance(part, TextItem)]
+    reasoning = tuple(part for part in parts if isinstance(part, Reasoning))
+    if content is None and texts:
+        content = "\n\n".join(texts)
+    first_text = next((n for n, part in enumerate(parts) if isinstance(part, TextItem)), len(parts))
+    ordered = (
+        len(texts) > 1
+        or any(isinstance(part, TextItem) and (part.id or part.phase) for part in parts)
+        or any(isinstance(part, Reasoning) for part in parts[first_text:])
+    )
+    return AssistantMessage(
+        content=content, tool_calls=tuple(calls), reasoning=reasoning, items=tuple(parts) if ordered else ()
+    )
 
 
 def call_to_wire(call: ToolCall) -> dict[str, Any]:
@@ -62,9 +98,15 @@ def message_to_items(message: ChatMessage) -> list[dict[str, Any]]:
         return [{"role": "user", "content": message.content}]
     if isinstance(message, ToolMessage):
         return [{"type": "function_call_output", "call_id": message.tool_call_id, "output": message.content}]
-    items = [reasoning_to_wire(reasoning) for reasoning in message.reasoning]
-    if message.content is not None:
-        items.append({"role": "assistant", "content": message.content})
+    if message.items:
+        items = [
+            reasoning_to_wire(part) if isinstance(part, Reasoning) else text_item_to_wire(part)
+            for part in message.items
+        ]
+    else:
+        items = [reasoning_to_wire(reasoning) for reasoning in message.reasoning]
+        if message.content is not None:
+            items.append({"role": "assistant", "content": message.content})
     return items + [call_to_wire(call) for call in message.tool_calls]
 
 
@@ -146,7 +188,7 @@ def _assistant_message(output: list[Any]) -> AssistantMessage:
     texts: list[str] = []
     refusals: list[str] = []
     calls: list[ToolCall] = []
-    reasoning: list[Reasoning] = []
+    parts: list[Reasoning | TextItem] = []
     for item in output:
         if not isinstance(item, Mapping):
             raise _fail("Reply output items must be JSON objects")
@@ -154,19 +196,30 @@ def _assistant_message(output: list[Any]) -> AssistantMessage:
         if kind == "message":
             if item.get("role", "assistant") != "assistant":
                 raise _fail("role must be assistant")
+            said: list[str] = []
             for part in item.get("content") or []:
-                _text_part(part, texts, refusals)
+                _text_part(part, said, refusals)
+            if said:
+                texts += said
+                parts.append(_text_item(item, "\n\n".join(said)))
         elif kind == "function_call":
             calls.append(_function_call(item))
         elif kind == "reasoning":
-            reasoning.append(reasoning_from_wire(item))
+            parts.append(reasoning_from_wire(item))
         else:
             raise _fail(f"Unsupported output item type: {kind}")
     content = "\n\n".join(texts) if texts else ("".join(refusals) if refusals else None)
-    return AssistantMessage(
-        content=None if content is None else well_formed(content),
-        tool_calls=tuple(calls),
-        reasoning=tuple(reasoning),
+    if refusals:  # a refusal is not sent back as a message item: the items say only what texts do
+        parts = [part for part in parts if isinstance(part, Reasoning)]
+    return assistant_turn(parts, calls, content=None if content is None else well_formed(content))
+
+
+def _text_item(item: Mapping[str, Any], text: str) -> TextItem:
+    item_id, phase = item.get("id"), item.get("phase")
+    return TextItem(
+        text=well_formed(text),
+        id=item_id if isinstance(item_id, str) else None,
+        phase=phase if isinstance(phase, str) else None,
     )
 
 
@@ -196,11 +249,18 @@ def reasoning_from_wire(item: Mapping[str, Any]) -> Reasoning:
     if not isinstance(summary, list):
         raise _fail("reasoning summary must be a list")
     texts = tuple(str(part.get("text", "")) for part in summary if isinstance(part, Mapping))
+    content = item.get("content") or []
+    shown = (
+        tuple(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
+        if isinstance(content, list)
+        else ()
+    )
     item_id, encrypted = item.get("id"), item.get("encrypted_content")
     return Reasoning(
         id=item_id if isinstance(item_id, str) else None,
         encrypted_content=encrypted if isinstance(encrypted, str) else None,
         summary=texts,
+        content=shown,
     )
 
 
@@ -285,18 +345,17 @@ def messages_from_items(items: Any) -> list[ChatMessage]:
     if not isinstance(items, list):
         raise _bad("input", "must be a string or an array of input items")
     messages: list[ChatMessage] = []
-    turn: dict[str, Any] | None = None
+    parts: list[Reasoning | TextItem] = []
+    calls: list[ToolCall] = []
+    open_turn = False
 
     def close() -> None:
-        nonlocal turn
-        if turn is not None:
-            messages.append(AssistantMessage(**turn))
-            turn = None
-
-    def assistant() -> dict[str, Any]:
-        nonlocal turn
-        turn = turn or {"content": None, "tool_calls": (), "reasoning": ()}
-        return turn
+        nonlocal open_turn
+        if open_turn:
+            messages.append(assistant_turn(parts, calls))
+            parts.clear()
+            calls.clear()
+            open_turn = False
 
     for index, item in enumerate(items):
         where = f"input[{index}]"
@@ -307,10 +366,8 @@ def messages_from_items(items: Any) -> list[ChatMessage]:
             role = item.get("role")
             text = content_text(item.get("content"), f"{where}.content")
             if role == "assistant":
-                current = assistant()
-                current["content"] = (
-                    text if current["content"] is None else current["content"] + "\n\n" + text
-                )
+                parts.append(_text_item(item, text))
+                open_turn = True
                 continue
             close()
             if role in ("system", "developer"):
@@ -324,11 +381,11 @@ def messages_from_items(items: Any) -> list[ChatMessage]:
                 call = _function_call(item)
             except ModelReplyError as error:
                 raise _bad(where, str(error)) from None
-            current = assistant()
-            current["tool_calls"] = (*current["tool_calls"], call)
+            calls.append(call)
+            open_turn = True
         elif kind == "reasoning":
-            current = assistant()
-            current["reasoning"] = (*current["reasoning"], reasoning_from_wire(item))
+            parts.append(reasoning_from_wire(item))
+            open_turn = True
         elif kind == "function_call_output":
             close()
             call_id = item.get("call_id")
@@ -374,16 +431,26 @@ def tools_from_wire(raw_tools: Any) -> tuple[ToolSpec, ...]:
 def _items_of(message: AssistantMessage, suffix: str, logprobs: int | None) -> list[dict[str, Any]]:
     """An assistant turn as output items (reasoning, the message, each function call), with item ids
     minted from the response's: `msg_<suffix>`, `fc_<suffix>_<n>`."""
-    items: list[dict[str, Any]] = [reasoning_to_wire(r) for r in message.reasoning]
-    if message.content is not None:
-        text = message.content
+    parts = message.items or (*message.reasoning, *_texts(message))
+    single_text = sum(isinstance(part, TextItem) for part in parts) == 1
+    items: list[dict[str, Any]] = []
+    for n, item in enumerate(parts):
+        if isinstance(item, Reasoning):
+            items.append(reasoning_to_wire(item))
+            continue
+        text = item.text
         part = {"type": "output_text", "text": text, "annotations": [],
                 "logprobs": text_logprobs(text, logprobs) if logprobs is not None else []}  # fmt: skip
-        items.append({"type": "message", "id": f"msg_{suffix}", "status": "completed", "role": "assistant",
-                      "content": [part]})  # fmt: skip
+        minted = f"msg_{suffix}" if single_text else f"msg_{suffix}_{n}"
+        items.append({"type": "message", "id": item.id or minted, "status": "completed", "role": "assistant",
+                      "content": [part], **({"phase": item.phase} if item.phase else {})})  # fmt: skip
     items += [{"type": "function_call", "id": f"fc_{suffix}_{n}", "status": "completed", **call_to_wire(call)}
               for n, call in enumerate(message.tool_calls, 1)]  # fmt: skip
     return items
+
+
+def _texts(message: AssistantMessage) -> tuple[TextItem, ...]:
+    return () if message.content is None else (TextItem(text=message.content),)
 
 
 def _echoed_tool(tool: Any) -> Any:

@@ -47,6 +47,17 @@ class Reasoning(_Message):
     id: str | None = None
     encrypted_content: str | None = None
     summary: tuple[str, ...] = ()
+    content: tuple[str, ...] = ()
+    """The reasoning text itself, where the server shows it."""
+
+
+class TextItem(_Message):
+    """One message item of a reply, for protocols whose replies hold several (the Responses API): its text,
+    and what the server said of it (`id`, `phase`), which a stateless client sends back unchanged."""
+
+    text: str
+    id: str | None = None
+    phase: str | None = None
 
 
 class AssistantMessage(_Message):
@@ -57,6 +68,10 @@ class AssistantMessage(_Message):
     tool_calls: tuple[ToolCall, ...] = ()
     reasoning: tuple[Reasoning, ...] = ()
     """Reasoning items, for protocols that have them (Chat Completions has none)."""
+    items: tuple[Reasoning | TextItem, ...] = ()
+    """Reasoning and text items in the order the model sent them, where the order or what the server said
+    of each text must be sent back (the Responses API); `content` joins the texts and `reasoning` lists the
+    reasoning items, as the loop reads them. Empty when nothing more is known than those two say."""
 
 
 class ToolMessage(_Message):

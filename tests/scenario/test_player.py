@@ -400,3 +400,29 @@ def test_a_scripted_error_can_fail_a_stream_after_it_started(tmp_path: Path, api
     assert over_sdk.problems == ()
     assert "The model fell over mid-stream." in over_sdk.transcript[-1]
     assert ("HTTP 500" in over_sdk.transcript[-1]) is not stream  # in the stream, the status is 200
+
+
+REPEATED_IDS_WITH_REASONING = """
+prompt: Weather in Paris, then Rome?
+tools: [{name: lookup, parameters: {type: object}}]
+results: {call_0@1: Paris is sunny, call_0@2: Rome is rainy}
+replies:
+  - tool_calls: [{id: call_0, name: lookup, arguments: {city: Paris}}]
+    reasoning: Paris first.
+  - tool_calls: [{id: call_0, name: lookup, arguments: {city: Rome}}]
+    reasoning: Now Rome.
+  - content: Sunny in Paris, rainy in Rome.
+expect: {final_text: "Sunny in Paris, rainy in Rome.", turns: 3}
+"""
+
+
+@pytest.mark.parametrize("chain", [False, True], ids=["stateless", "chained"])
+def test_reasoning_with_a_call_id_repeated_across_turns_plays_over_the_responses_api(
+    tmp_path: Path, chain: bool
+) -> None:
+    """Ids need only be unique within one reply; the reasoning served with each comes back unchanged."""
+    path = tmp_path / "repeated.yaml"
+    path.write_text(REPEATED_IDS_WITH_REASONING)
+    for stream in (False, True):
+        report = asyncio.run(play_file(path, via="sdk", stream=stream, api=Api.responses, chain=chain))
+        assert report.problems == (), report.problems
