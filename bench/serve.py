@@ -260,30 +260,43 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         scenario = Path(folder) / "bench.yaml"
         scenario.write_text(SCENARIO)
-        servers = {
-            "sim serve": [*SIM, "serve", str(scenario), "--port", "0", "--cycle"],
-            "bare Starlette (reference)": [sys.executable, "-c", REFERENCE, json.dumps(FIXED_REPLY)],
-        }
+        sim, sim_url = start([*SIM, "serve", str(scenario), "--port", "0", "--cycle"])
+        bare, bare_url = start([sys.executable, "-c", REFERENCE, json.dumps(FIXED_REPLY)])
         rounds_said = f"{options.requests} requests a round, concurrency {options.concurrency}"
-        print(f"{rounds_said}, medians of {options.repeats} rounds")
-        print("| server | API | reply | requests/s | p50 ms | p99 ms |")
-        print("|---|---|---|---:|---:|---:|")
-        for name, command in servers.items():
-            process, base_url = start(command)
-            kinds = [(api, stream) for api in ("chat", "responses") for stream in (False, True)]
-            try:
-                for api, stream in kinds if name == "sim serve" else [("chat", False)]:
-                    asyncio.run(load(base_url, 200, options.concurrency, stream, api))  # warm up
-                    rounds = [
-                        asyncio.run(load(base_url, options.requests, options.concurrency, stream, api))
-                        for _ in range(options.repeats)
-                    ]
-                    rate = statistics.median(r for r, _ in rounds)
-                    p50 = statistics.median(percentile(lat, 0.50) for _, lat in rounds) * 1000
-                    p99 = statistics.median(percentile(lat, 0.99) for _, lat in rounds) * 1000
-                    kind = "SSE" if stream else "JSON"
-                    print(f"| {name} | {api} | {kind} | {rate:,.0f} | {p50:.1f} | {p99:.1f} |")
-            finally:
+        print(
+            f"{rounds_said}, medians of {options.repeats} rounds; each round of sim is paired with a round of"
+        )
+        print(
+            "the bare app run right before it, so the ratio compares the two under the same load on the box"
+        )
+        print("| server | API | reply | requests/s | p50 ms | p99 ms | vs bare app |")
+        print("|---|---|---|---:|---:|---:|---:|")
+        kinds = [(api, stream) for api in ("chat", "responses") for stream in (False, True)]
+        try:
+            asyncio.run(load(bare_url, 200, options.concurrency, False, "chat"))  # warm up
+            references = []
+            for api, stream in kinds:
+                asyncio.run(load(sim_url, 200, options.concurrency, stream, api))  # warm up
+                rounds, ratios = [], []
+                for _ in range(options.repeats):
+                    reference, _ = asyncio.run(
+                        load(bare_url, options.requests, options.concurrency, False, "chat")
+                    )
+                    rounds.append(
+                        asyncio.run(load(sim_url, options.requests, options.concurrency, stream, api))
+                    )
+                    references.append(reference)
+                    ratios.append(rounds[-1][0] / reference)
+                rate = statistics.median(r for r, _ in rounds)
+                p50 = statistics.median(percentile(lat, 0.50) for _, lat in rounds) * 1000
+                p99 = statistics.median(percentile(lat, 0.99) for _, lat in rounds) * 1000
+                kind = "SSE" if stream else "JSON"
+                print(f"| sim serve | {api} | {kind} | {rate:,.0f} | {p50:.1f} | {p99:.1f} |"
+                      f" {statistics.median(ratios):.0%} |")  # fmt: skip
+            reference_rate = statistics.median(references)
+            print(f"| bare Starlette (reference) | chat | JSON | {reference_rate:,.0f} | | | 100% |")
+        finally:
+            for process in (sim, bare):
                 process.terminate()
                 process.wait(timeout=10)
         serve_cassette_rows(Path(folder), options.repeats)

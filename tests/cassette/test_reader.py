@@ -169,3 +169,19 @@ def test_json_numbers_compare_by_value() -> None:
     assert describe_difference(b'{"temperature": 0}', b'{"temperature": 0.0}') == "bodies are equal"
     assert describe_difference(b'{"t": 0}', b'{"t": 0.5}') == "t: recorded 0 != now 0.5"
     assert describe_difference(b'{"t": 1}', b'{"t": true}') == "t: recorded 1 != now true"
+
+
+def test_the_markers_matcher_tells_two_chains_apart_by_what_they_send_back() -> None:
+    """vcrpy plays the first unplayed recording its matchers accept: chain B's follow-up must not be
+    accepted as chain A's, whatever the whitespace."""
+    from types import SimpleNamespace
+
+    from sim.cassette.vcr_support import canonical_body
+
+    def request(previous: str, indent: int | None = None) -> SimpleNamespace:
+        body = {"model": "m", "previous_response_id": previous, "input": [{"role": "user", "content": "go on"}]}
+        return SimpleNamespace(body=json.dumps(body, indent=indent).encode())
+
+    canonical_body(request("resp_B", indent=2), request("resp_B"))  # the same request, laid out otherwise
+    with pytest.raises(AssertionError, match='previous_response_id: recorded "resp_A" != now "resp_B"'):
+        canonical_body(request("resp_B", indent=2), request("resp_A"))

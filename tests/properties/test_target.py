@@ -19,6 +19,7 @@ SEEDED = [
     (targets.crashes_on_non_objects, Profile.hostile, "crash"),
     (targets.asks_after_the_answer, Profile.api, "request_after_final"),
     (targets.breaks_the_chain, Profile.api, "pairing"),
+    (targets.chains_without_storing, Profile.api, "pairing"),  # a request the API refuses: store false
 ]
 
 

@@ -164,6 +164,26 @@ def chains_carefully(client: OpenAI, prompt: str, max_turns: int = 8) -> str | N
     return None
 
 
+def chains_without_storing(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
+    """Bug (f): a chained Responses loop that asks the API not to store the responses it chains to (a
+    common production failure: the live API answers `previous_response_not_found`)."""
+    response = client.responses.create(model="m", input=prompt, tools=RESPONSES_TOOLS, store=False)
+    for _ in range(max_turns):
+        if response.status == "incomplete":
+            return None
+        calls = [item for item in response.output if item.type == "function_call"]
+        if not calls:
+            return response.output_text
+        outputs: Any = [
+            {"type": "function_call_output", "call_id": call.call_id, "output": weather(call.arguments)}
+            for call in calls
+        ]
+        response = client.responses.create(
+            model="m", previous_response_id=response.id, input=outputs, tools=RESPONSES_TOOLS, store=False
+        )
+    return None
+
+
 def never_asks(client: OpenAI, prompt: str) -> str:
     """Miswired: never uses the client."""
     return "I did not ask."
