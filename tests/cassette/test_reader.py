@@ -179,7 +179,11 @@ def test_the_markers_matcher_tells_two_chains_apart_by_what_they_send_back() -> 
     from sim.cassette.vcr_support import canonical_body
 
     def request(previous: str, indent: int | None = None) -> SimpleNamespace:
-        body = {"model": "m", "previous_response_id": previous, "input": [{"role": "user", "content": "go on"}]}
+        body = {
+            "model": "m",
+            "previous_response_id": previous,
+            "input": [{"role": "user", "content": "go on"}],
+        }
         return SimpleNamespace(body=json.dumps(body, indent=indent).encode())
 
     canonical_body(request("resp_B", indent=2), request("resp_B"))  # the same request, laid out otherwise
