@@ -333,22 +333,28 @@ StreamText = tuple[Hashable, dict[str, Any], str]
 
 
 def stream_text_pieces(event: Any) -> Iterator[StreamText]:
-    """The pieces of text a `chat.completion.chunk` streams: per choice its content and refusal, per tool
-    call its arguments. Joined in order they are what the reply says (secrets are looked for there)."""
+    """The pieces of text a `chat.completion.chunk` streams: per choice every text field of its delta
+    (`content`, `refusal`, `reasoning_content` and what other servers add, the legacy
+    `function_call.arguments`), per tool call (by its `index`) each of its fields. Joined in order they
+    are what the reply says (secrets are looked for there)."""
     if not isinstance(event, Mapping):
         return
     for choice in event.get("choices") or []:
         delta = choice.get("delta") if isinstance(choice, Mapping) else None
-        if not isinstance(delta, dict):
-            continue
-        which = choice.get("index", 0)
-        for field in ("content", "refusal"):
-            if isinstance(delta.get(field), str):
-                yield (which, field), delta, field
-        for call in delta.get("tool_calls") or []:
-            function = call.get("function") if isinstance(call, Mapping) else None
-            if isinstance(function, dict) and isinstance(function.get("arguments"), str):
-                yield (which, "tool_call", str(call.get("index", 0))), function, "arguments"
+        if isinstance(delta, dict):
+            yield from _delta_texts(delta, (choice.get("index", 0),))
+
+
+def _delta_texts(holder: dict[str, Any], where: tuple[Hashable, ...]) -> Iterator[StreamText]:
+    for key, value in holder.items():
+        if isinstance(value, str):
+            yield (*where, key), holder, key
+        elif isinstance(value, dict):
+            yield from _delta_texts(value, (*where, key))
+        elif key == "tool_calls" and isinstance(value, list):
+            for position, call in enumerate(value):
+                if isinstance(call, dict):
+                    yield from _delta_texts(call, (*where, key, str(call.get("index", position))))
 
 
 def reply_from_events(events: Sequence[Any]) -> ModelReply:

@@ -1,9 +1,12 @@
 """Secrets taken out of what sim writes, and looked for in what others wrote, in decoded text: each JSON
-string on its own (no escape such as `\\n` hides a credential), and streamed text joined across the chunks
-that carry it (a key split over `"RKE"`, `"Dorg1"` is still a key)."""
+string on its own (no escape such as `\\n` or `\\u0073` hides a credential), each line of JSON Lines
+(batch output) decoded the same way, fields declared base64 decoded, and streamed text joined across the
+chunks that carry it (a key split over `"RKE"`, `"Dorg1"` is still a key)."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import re
 from collections import defaultdict
@@ -61,9 +64,23 @@ def _joined_streams(events: Iterable[Any]) -> dict[Hashable, list[tuple[dict[str
     return streams
 
 
-def is_event_stream_text(text: str) -> bool:
-    """Whether a body reads as server-sent events."""
-    return any(line.startswith("data:") for line in sse_lines(text[:4096]))
+def is_event_stream_text(text: str, content_type: str = "") -> bool:
+    """Whether a body is server-sent events: by its content type, else by its lines (any of them, however
+    many keep-alive comments come first)."""
+    if "text/event-stream" in content_type.lower():
+        return True
+    return any(line.startswith("data:") for line in sse_lines(text))
+
+
+BASE64_FIELDS = frozenset({"b64_json"})
+"""Fields whose text is base64 by the API's definition (an image's `b64_json`; audio's `data`, below)."""
+
+
+def _base64_text(value: str) -> str | None:
+    try:
+        return base64.b64decode(value, validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
 
 
 class Scrubber:
@@ -78,8 +95,40 @@ class Scrubber:
         return scrub_text(text, self._known)
 
     def value(self, value: Any) -> Any:
-        """A JSON value with every string in it scrubbed."""
-        return _walk(value, self.text)
+        """A JSON value with every string in it scrubbed, and every field declared base64 scrubbed in what
+        it decodes to."""
+        return self._decoded(_walk(value, self.text))
+
+    def _decoded(self, value: Any, parent: str | None = None) -> Any:
+        if isinstance(value, dict):
+            out = {}
+            for key, item in value.items():
+                declared = key in BASE64_FIELDS or (key == "data" and parent == "audio")
+                if declared and isinstance(item, str) and (decoded := _base64_text(item)) is not None:
+                    clean = self.text(decoded)
+                    item = item if clean == decoded else base64.b64encode(clean.encode()).decode()
+                out[key] = self._decoded(item, key)
+            return out
+        if isinstance(value, list):
+            return [self._decoded(item, parent) for item in value]
+        return value
+
+    def lines(self, text: str) -> str:
+        """Text that is not one JSON document: each line that is JSON (JSON Lines, as batch output is)
+        scrubbed as a JSON value, every other line as text."""
+        parts = _LINE_BREAK.split(text)
+        lines = parts[::2]
+        for number, line in enumerate(lines):
+            try:
+                value = loads(line)
+            except ValueError:
+                lines[number] = self.text(line)
+                continue
+            clean = self.value(value)
+            if clean != value:
+                lines[number] = _compact(clean)
+        parts[::2] = lines
+        return "".join(parts)
 
     def holds_secret(self, text: str) -> bool:
         """Whether a known secret stands in `text` as a token."""
@@ -122,13 +171,18 @@ def _dicts(value: Any) -> Iterator[dict[str, Any]]:
 
 
 def decoded_texts(body: str) -> Iterator[str]:
-    """What a body says, decoded, for the audit: each JSON string; for a stream, each event's strings and
-    each streamed text joined; else the text itself."""
+    """What a body says, decoded, for the audit: each JSON string (and what a base64 field decodes to); for
+    a stream, each event's strings and each streamed text joined; else each line, decoded when it is
+    JSON."""
     try:
         value = loads(body)
     except ValueError:
         if not is_event_stream_text(body):
-            yield body
+            for line in sse_lines(body):
+                try:
+                    yield from _strings(loads(line))
+                except ValueError:
+                    yield line
             return
         lines = sse_lines(body)
         events = _events(lines)
@@ -147,6 +201,8 @@ def _strings(value: Any) -> Iterator[str]:
     elif isinstance(value, dict):
         for key, item in value.items():
             yield str(key)
+            if key in BASE64_FIELDS and isinstance(item, str) and (decoded := _base64_text(item)) is not None:
+                yield decoded
             yield from _strings(item)
     elif isinstance(value, list):
         for item in value:

@@ -31,8 +31,10 @@ MIN_KEY_CHARS = 8
 """The shortest key sim records with: a shorter one would be found inside ordinary words and numbers."""
 
 # A credential starts where no letter or digit stands before it: after a quote, a space or a line break
-# of decoded text alike (`\b` fails after JSON's `\n`, whose `n` is a word character).
-_START = r"(?<![A-Za-z0-9])"
+# of decoded text alike (`\b` fails after JSON's `\n`, whose `n` is a word character), or right after a
+# percent-encoded character (`key%3Dsk-...`, `Bearer%20sk-...`: a URL's query).
+_PERCENT = r"(?<=%[0-9A-Fa-f]{2})"
+_START = rf"(?:(?<![A-Za-z0-9])|{_PERCENT})"
 
 CREDENTIAL_PATTERNS: dict[str, re.Pattern[str]] = {
     "API key": re.compile(_START + r"sk-[A-Za-z0-9_\-]{16,}"),
@@ -61,7 +63,7 @@ def known_secrets_pattern(secrets: Iterable[str]) -> re.Pattern[str] | None:
     if not kept:
         return None
     alternatives = "|".join(re.escape(secret) for secret in kept)
-    return re.compile(f"(?<![{_TOKEN_CHARS}])(?:{alternatives})(?![{_TOKEN_CHARS}])")
+    return re.compile(f"(?:(?<![{_TOKEN_CHARS}])|{_PERCENT})(?:{alternatives})(?![{_TOKEN_CHARS}])")
 
 
 def scrub_text(text: str, known: re.Pattern[str] | None) -> str:

@@ -61,15 +61,16 @@ def _bytes(value: Any) -> bytes:
     return value.encode() if isinstance(value, str) else bytes(value or b"")
 
 
-def readable(body: bytes, scrubber: Scrubber) -> str:
+def readable(body: bytes, scrubber: Scrubber, content_type: str = "") -> str:
     """A body as text a person can read, scrubbed: decompressed, JSON laid out by `json_lines`, an event
-    stream scrubbed as whole streamed texts, else UTF-8."""
+    stream (by its content type or its lines) scrubbed as whole streamed texts, else UTF-8 scrubbed line by
+    line (each JSON line decoded)."""
     raw = decompress(body)
     try:
         return json_lines(scrubber.value(loads(raw)))
     except ValueError:
         text = raw.decode("utf-8", errors="replace")
-        return scrubber.stream(text) if is_event_stream_text(text) else scrubber.text(text)
+        return scrubber.stream(text) if is_event_stream_text(text, content_type) else scrubber.lines(text)
 
 
 def _compact(value: Any) -> str:
@@ -99,6 +100,12 @@ def without_layout(text: str) -> str:
     return "".join(line.strip() for line in text.split("\n")) if "\n" in text else text
 
 
+def _content_type(headers: Mapping[str, list[str]]) -> str:
+    return ",".join(
+        value for name, values in headers.items() if name.lower() == "content-type" for value in values
+    )
+
+
 def _headers(headers: Mapping[str, list[str]], scrubber: Scrubber) -> dict[str, list[str]]:
     kept = {}
     for name, values in headers.items():
@@ -122,8 +129,11 @@ def cassette_data(
                 "method": exchange.method,
                 "uri": scrubber.text(exchange.uri),
             }
+            kind = ",".join(
+                v for k, vs in exchange.response_headers.items() if k.lower() == "content-type" for v in vs
+            )
             response = {
-                "body": {"string": readable(exchange.response_body, scrubber)},
+                "body": {"string": readable(exchange.response_body, scrubber, kind)},
                 "headers": _headers(exchange.response_headers, scrubber),
                 "status": {"code": exchange.status, "message": exchange.reason},
             }

@@ -163,3 +163,82 @@ def test_the_writer_refuses_nothing_and_writes_no_secret(tmp_path: Path) -> None
     recorded = read_cassette(path).interactions[0]
     assert joined(recorded.response.body.decode())[0] == f"line one\n{REDACTED} and {REDACTED}"
     assert [f for f in audit(read_cassette(path)) if f.interaction is not None] == []  # no secret left
+
+
+def written(tmp_path: Path, body: str, content_type: str = "application/json") -> str:
+    """The cassette text written for one exchange whose response body is `body`."""
+    headers = {"content-type": [content_type]}
+    exchange = Exchange(
+        method="POST", uri="https://api.example.com/v1/batches", request_headers={}, request_body=None,
+        status=200, reason="OK", response_headers=headers, response_body=body.encode(),
+    )  # fmt: skip
+    path = tmp_path / "out.yaml"
+    write_cassette(path, [exchange], sim=None, secrets=(KEY,))
+    return path.read_text()
+
+
+def no_key_anywhere(text: str, tmp_path: Path) -> None:
+    """Neither the key nor any of its escaped spellings is written, and `sim check` finds nothing."""
+    escaped = "".join(f"\\u{ord(c):04x}" for c in KEY)
+    for spelling in (KEY, KEY[3:], escaped, escaped[6:]):
+        assert spelling not in text
+    path = tmp_path / "check.yaml"
+    path.write_text(text)
+    assert [f for f in audit(read_cassette(path)) if f.severity == "serious"] == []
+
+
+def test_json_lines_are_scrubbed_line_by_line_in_decoded_text(tmp_path: Path) -> None:
+    """Batch output: one JSON document a line. A key after a JSON `\\n` escape, or `\\u`-escaped, is a key."""
+    escaped = "".join(f"\\u{ord(c):04x}" for c in KEY)
+    lines = [
+        json.dumps({"custom_id": "1", "response": {"body": {"content": f"first line\n{KEY}"}}}),
+        '{"custom_id": "2", "response": {"body": {"content": "' + escaped + '"}}}',
+        "not json, and " + KEY,
+    ]
+    body = "\n".join(lines) + "\n"
+    assert f"\\n{KEY}" in body  # after a `\n` escape: no whole-token rule on the raw text catches it
+    text = written(tmp_path, body, "application/jsonl")
+    no_key_anywhere(text, tmp_path)
+    found = credentials_in_body(body)
+    assert found == ["API key"]  # the audit reads each line decoded too
+
+
+def test_every_streamed_text_field_is_joined_before_scrubbing(tmp_path: Path) -> None:
+    """`reasoning_content` (as some servers stream it) and the legacy `function_call.arguments`."""
+    pieces = [KEY[:7], KEY[7:15], KEY[15:]]
+    chunks = [
+        {"choices": [{"index": 0, "delta": {"reasoning_content": piece}}]} for piece in ["key: ", *pieces]
+    ]
+    chunks += [{"choices": [{"index": 0, "delta": {"function_call": {"arguments": piece}}}]}
+               for piece in ['{"k": "', *pieces, '"}']]  # fmt: skip
+    stream = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
+    assert KEY not in stream
+    no_key_anywhere(written(tmp_path, stream, "text/event-stream"), tmp_path)
+    assert credentials_in_body(stream) == ["API key"]
+
+
+def test_a_url_encoded_key_is_scrubbed(tmp_path: Path) -> None:
+    body = f"redirect to https://example.com/cb?token%3D{KEY}&auth=Bearer%20{KEY}"
+    no_key_anywhere(written(tmp_path, body, "text/plain"), tmp_path)
+
+
+def test_a_key_inside_a_base64_field_is_scrubbed(tmp_path: Path) -> None:
+    import base64
+
+    encoded = base64.b64encode(f"the key is {KEY}".encode()).decode()
+    text = written(tmp_path, json.dumps({"data": [{"b64_json": encoded}]}))
+    assert encoded not in text and KEY not in text
+    stored = json.loads(read_cassette_body(tmp_path))
+    assert base64.b64decode(stored["data"][0]["b64_json"]).decode() == f"the key is {REDACTED}"
+
+
+def read_cassette_body(tmp_path: Path) -> str:
+    return read_cassette(tmp_path / "out.yaml").interactions[0].response.body.decode()
+
+
+def test_a_stream_opening_with_long_keep_alives_is_still_a_stream(tmp_path: Path) -> None:
+    stream = ": keep-alive\n\n" * 400 + sse(f"key {KEY}")
+    assert stream.index("data:") > 4096
+    for kind in ("text/event-stream", "application/octet-stream"):  # known by its lines too
+        no_key_anywhere(written(tmp_path, stream, kind), tmp_path)
+        assert joined(read_cassette_body(tmp_path))[0] == f"key {REDACTED}"  # the pieces were joined
