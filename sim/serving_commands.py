@@ -4,10 +4,10 @@ program's traffic to the real API)."""
 from __future__ import annotations
 
 import os
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Annotated
-from urllib.parse import urlsplit
 
 import typer
 
@@ -18,7 +18,7 @@ from sim.cassette.secrets import require_scrubbable
 from sim.core.errors import CassetteError, ConfigurationError
 from sim.scenario.loader import load_scenario
 from sim.server.cassette_server import CassetteServer
-from sim.server.proxy import RecordingProxy
+from sim.server.proxy import RecordingProxy, Upstream
 from sim.server.serve import AppServer, CommandNotFound, base_url, listen
 from sim.server.simulator import Simulator
 from sim.terminal import err, open_one, usage_error
@@ -104,6 +104,18 @@ def _serve_cassette(file: Path, host: str, port: int, once: bool) -> None:
         raise typer.Exit(1)
 
 
+def _read_key(path: Path) -> str:
+    """The key in `path` (its first line), or on standard input's first line for `-`."""
+    try:
+        text = sys.stdin.readline() if str(path) == "-" else path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigurationError(f"--key-file {path}: cannot read it: {type(error).__name__}") from None
+    lines = text.strip().splitlines()
+    if not lines:
+        raise ConfigurationError(f"--key-file {path}: no key in it")
+    return lines[0].strip()
+
+
 def proxy(
     cassette: Annotated[Path, typer.Argument(help="The cassette to record into.")],
     upstream: Annotated[
@@ -116,21 +128,30 @@ def proxy(
     host: Host = "127.0.0.1",
     port: Port = 8000,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing cassette.")] = False,
+    key_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--key-file",
+            help="Read the upstream key from this file (`-`: the first line of standard input) instead of"
+            " OPENAI_API_KEY, so that it is not in the proxy's environment.",
+        ),
+    ] = None,
 ) -> None:
     """Forward every request to UPSTREAM with OPENAI_API_KEY (never written) and record each exchange into
     CASSETTE when the proxy stops (Ctrl-C, SIGTERM, or the end of COMMAND, whose exit code it exits with)."""
-    parts = urlsplit(upstream)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise usage_error(f"--upstream must be an http(s) URL, not {upstream!r}")
+    try:
+        parsed = Upstream.parse(upstream)
+    except ValueError as error:
+        raise usage_error(str(error)) from None
     if cassette.exists() and not force:
         raise usage_error(f"cassette exists: {cassette} (use --force to overwrite it)")
     try:
-        credentials = UpstreamCredentials.load()
-        require_scrubbable("OPENAI_API_KEY", credentials.api_key)
+        credentials = UpstreamCredentials.load(api_key=_read_key(key_file) if key_file is not None else None)
+        require_scrubbable("the upstream key" if key_file else "OPENAI_API_KEY", credentials.api_key)
     except ConfigurationError as error:
         raise usage_error(str(error)) from None
     server = _listening(host, port)
-    recording = RecordingProxy(upstream, credentials.headers)
+    recording = RecordingProxy(parsed, credentials.headers)
     server.server.config.app = recording.app
     url = base_url(server.sock)
     environment = {k: v for k, v in os.environ.items() if k not in ("OPENAI_ORG_ID", "OPENAI_PROJECT_ID")}
@@ -141,7 +162,7 @@ def proxy(
             err.print(f"OPENAI_BASE_URL={url}", markup=False)
         else:
             print(f"OPENAI_BASE_URL={url}", flush=True)
-        err.print(f"recording into {cassette}, forwarding to {upstream}; Ctrl-C stops", markup=False)
+        err.print(f"recording into {cassette}, forwarding to {parsed}; Ctrl-C stops", markup=False)
 
     try:
         code = server.run(on_ready=ready, command=command or (), environment=environment)

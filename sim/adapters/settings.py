@@ -108,10 +108,11 @@ class UpstreamCredentials:
         return f"UpstreamCredentials(api_key={mask(self.api_key)!r})"
 
     @classmethod
-    def load(cls, env_file: Path | str | None = ".env") -> UpstreamCredentials:
-        """Read and check them; `ConfigurationError` when the key is missing or unfit for a header."""
+    def load(cls, env_file: Path | str | None = ".env", *, api_key: str | None = None) -> UpstreamCredentials:
+        """Read and check them (`api_key`, when given, in place of OPENAI_API_KEY); `ConfigurationError`
+        when the key is missing or unfit for a header."""
         sources = _Sources(_env_file=env_file)
-        key = (sources.openai_api_key or "").strip()
+        key = (api_key if api_key is not None else sources.openai_api_key or "").strip()
         if not key:
             raise ConfigurationError("Missing required settings: OPENAI_API_KEY (the upstream's key)")
         _require_header_safe("OPENAI_API_KEY", key)

@@ -4,9 +4,12 @@ finished exchange for the cassette (written by `sim record`'s writer: readable, 
 
 from __future__ import annotations
 
+import posixpath
 import time
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 import httpx2
 from starlette.applications import Starlette
@@ -26,6 +29,73 @@ _RESPONSE_DROPPED = frozenset({"content-length", "content-encoding", "connection
                                "transfer-encoding"})  # fmt: skip
 
 
+_CREDENTIAL_PARAMS = frozenset(
+    {"key", "api-key", "api_key", "apikey", "token", "access_token", "auth", "password", "secret", "sig",
+     "signature", "code", "client_secret"}
+)  # fmt: skip
+"""Query parameters whose values are credentials: masked wherever a URL is shown or recorded."""
+MASKED = "***"
+
+
+def masked_query(pairs: list[tuple[str, str]]) -> str:
+    """A query with the values of credential parameters masked."""
+    return urlencode([(k, MASKED if k.lower() in _CREDENTIAL_PARAMS else v) for k, v in pairs], safe="*")
+
+
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    """The real API's base URL, taken apart: where requests go, the query it adds to each (Azure OpenAI's
+    `api-version`), and how it is shown (credentials in its query masked)."""
+
+    origin: str
+    base_path: str
+    query: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def parse(cls, url: str) -> Upstream:
+        """`ValueError` for anything but an http(s) URL without a user or password in it."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("--upstream must be an http(s) URL")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError(
+                "--upstream must not carry a user or password: the proxy sends OPENAI_API_KEY as a Bearer"
+                " token, and a URL is printed and recorded"
+            )
+        host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+        origin = f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
+        query = tuple(parse_qsl(parts.query, keep_blank_values=True))
+        return cls(origin, parts.path.rstrip("/"), query)
+
+    @property
+    def azure(self) -> bool:
+        """Whether it is Azure OpenAI, which takes the key in an `api-key` header."""
+        host = urlsplit(self.origin).hostname or ""
+        return host.endswith((".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"))
+
+    def target(self, tail: str, query: str, *, shown: bool = False) -> str:
+        """The URL a request for `tail` (a path below the proxy's base) goes to, its own query after the
+        upstream's; with `shown`, credential values masked."""
+        pairs = [*self.query, *parse_qsl(query, keep_blank_values=True)]
+        joined = masked_query(pairs) if shown else urlencode(pairs)
+        return f"{self.origin}{self.base_path}{tail}" + (f"?{joined}" if joined else "")
+
+    def __str__(self) -> str:
+        return self.target("", "", shown=True)
+
+
+def contained(tail: str) -> str | None:
+    """`tail` (a request path below the proxy's base) normalised, or None when it would leave the base
+    (`..`, also percent-encoded, or a path that is not below it)."""
+    decoded = unquote(unquote(tail))
+    if "\\" in decoded or any(part in (".", "..") for part in decoded.split("/")):
+        return None
+    normal = posixpath.normpath("/" + decoded.lstrip("/")) + (
+        "/" if decoded.endswith("/") and decoded != "/" else ""
+    )
+    return quote(normal, safe="/:@!$&'()*+,;=-._~")
+
+
 class RecordingProxy:
     """Forwards to `upstream` (a base URL such as `https://api.openai.com/v1`) and records what passed.
 
@@ -34,10 +104,12 @@ class RecordingProxy:
     response did not finish (the client went away, the upstream failed) is not kept.
     """
 
-    def __init__(self, upstream: str, credentials: Mapping[str, str], *, prefix: str = "/v1") -> None:
-        self.upstream = upstream.rstrip("/")
+    def __init__(self, upstream: Upstream, credentials: Mapping[str, str], *, prefix: str = "/v1") -> None:
+        self.upstream = upstream
         self.credentials = dict(credentials)
         """Headers sent upstream in place of the client's (`authorization`, account ids)."""
+        if upstream.azure and "authorization" in self.credentials:
+            self.credentials["api-key"] = self.credentials["authorization"].removeprefix("Bearer ")
         self.prefix = prefix
         self.exchanges: list[Exchange | None] = []
         self.failures: list[str] = []
@@ -55,9 +127,14 @@ class RecordingProxy:
         return len(exchanges)
 
     async def _forward(self, request: Request) -> Response:
-        path = request.url.path
-        tail = path[len(self.prefix) :] if path.startswith(self.prefix + "/") else path
-        target = self.upstream + tail + (f"?{request.url.query}" if request.url.query else "")
+        raw = request.scope.get("raw_path", b"").decode("latin-1").split("?", 1)[0] or request.url.path
+        path = raw if raw.startswith("/") else request.url.path
+        tail = contained(path[len(self.prefix) :] if path.startswith(self.prefix + "/") else path)
+        if tail is None:
+            message = "sim proxy: the request path leaves the upstream's base path; it was not forwarded"
+            return api_error(400, message, code="sim_path_refused")
+        target = self.upstream.target(tail, request.url.query)
+        shown = self.upstream.target(tail, request.url.query, shown=True)
         body = await request.body()
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _REQUEST_DROPPED}
         headers.update(self.credentials)
@@ -68,7 +145,7 @@ class RecordingProxy:
             upstream = await self.client.send(outgoing, stream=True)
         except httpx2.HTTPError as error:
             self.failures.append(f"{request.method} {tail}: upstream unreachable: {type(error).__name__}")
-            message = f"sim proxy: cannot reach the upstream {self.upstream}: {type(error).__name__}"
+            message = f"sim proxy: cannot reach the upstream {shown}: {type(error).__name__}"
             return api_error(502, message, error_type="sim_upstream_error", code="sim_upstream_error")
         response_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in _RESPONSE_DROPPED}
 
@@ -85,7 +162,7 @@ class RecordingProxy:
                 await upstream.aclose()
             self.exchanges[slot] = Exchange(
                 method=request.method,
-                uri=target,
+                uri=shown,
                 request_headers={k: [v] for k, v in headers.items()},
                 request_body=body if body or request.method != "GET" else None,
                 status=upstream.status_code,

@@ -304,3 +304,25 @@ def test_the_command_gets_the_proxy_and_a_placeholder_key_and_its_exit_code_is_k
     assert url.startswith("http://127.0.0.1:") and url.endswith("/v1")
     assert key == "sk-sim-proxy-placeholder" and org == "None"
     assert MARKED_KEY not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("source", ["file", "stdin"])
+def test_the_key_can_come_from_a_file_or_stdin_and_stay_out_of_the_proxys_environment(
+    tmp_path: Path, source: str
+) -> None:
+    """A program run under the proxy can read its parent's environment (`/proc/$PPID/environ`): with
+    `--key-file` the key is not there, and the proxy still records (the upstream needs the key)."""
+    key_file = tmp_path / "key"
+    key_file.write_text(MARKED_KEY + "\n")
+    script = "import os; print(open(f'/proc/{os.getppid()}/environ', 'rb').read().count(b'sk-marked'))"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    cassette = tmp_path / "c.yaml"
+    done = subprocess.run(
+        [*SIM, "proxy", str(cassette), "--upstream", "http://127.0.0.1:9/v1", "--port", "0",
+         "--key-file", str(key_file) if source == "file" else "-", "--", sys.executable, "-c", script],
+        input=f"{MARKED_KEY}\n" if source == "stdin" else None,
+        env=environment, capture_output=True, text=True, timeout=120, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0"  # the key is not in the proxy's environment
+    assert MARKED_KEY not in done.stdout + done.stderr

@@ -1,0 +1,106 @@
+"""The proxy's upstream URL and request paths: credentials in the URL never shown or recorded, a user or
+password refused, an Azure-style upstream (a query on the base URL) joined properly, and paths that would
+leave the upstream's base refused. The proxy runs in process; the upstream is an httpx2 MockTransport (the
+only stand-in: it is where the real API would be)."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from typing import Any
+
+import httpx2
+import pytest
+
+from sim.server.proxy import RecordingProxy, Upstream, contained
+from tests.server.processes import SIM
+
+KEY = "sk-upstream-REAL-key-0123456789"
+QUERY_SECRET = "azure-query-secret-ABCDEF123456"
+
+
+def proxied(
+    upstream: str, method: str, path: str, **options: Any
+) -> tuple[RecordingProxy, list[httpx2.Request], httpx2.Response]:
+    """One request through a proxy to `upstream`, which answers every request with a small JSON body."""
+    seen: list[httpx2.Request] = []
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return httpx2.Response(200, json={"ok": True})
+
+    proxy = RecordingProxy(Upstream.parse(upstream), {"authorization": f"Bearer {KEY}"})
+    proxy.client = httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
+
+    async def send() -> httpx2.Response:
+        transport = httpx2.ASGITransport(app=proxy.app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://proxy.test") as client:
+            response = await client.request(method, path, **options)
+            await response.aread()
+            return response
+
+    return proxy, seen, asyncio.run(send())
+
+
+def test_an_azure_style_upstream_keeps_its_query_and_joins_paths() -> None:
+    upstream = "https://example.openai.azure.com/openai/v1?api-version=preview"
+    proxy, seen, response = proxied(upstream, "POST", "/v1/chat/completions?extra=1", json={"model": "m"})
+    assert response.status_code == 200
+    (request,) = seen
+    assert (
+        str(request.url)
+        == "https://example.openai.azure.com/openai/v1/chat/completions?api-version=preview&extra=1"
+    )
+    assert request.headers["api-key"] == KEY and request.headers["authorization"] == f"Bearer {KEY}"
+    (exchange,) = proxy.recorded()
+    assert exchange.uri == str(request.url)
+
+
+def test_a_credential_in_the_upstreams_query_is_sent_but_never_shown_or_recorded() -> None:
+    upstream = f"https://llm.example.com/v1?key={QUERY_SECRET}&api-version=1"
+    proxy, seen, _ = proxied(upstream, "POST", "/v1/chat/completions", json={"model": "m"})
+    assert seen[0].url.params["key"] == QUERY_SECRET  # the upstream needs it
+    assert QUERY_SECRET not in proxy.recorded()[0].uri and "key=***" in proxy.recorded()[0].uri
+    assert QUERY_SECRET not in str(Upstream.parse(upstream))
+
+
+def test_an_unreachable_upstream_says_so_without_its_credentials() -> None:
+    proxy = RecordingProxy(
+        Upstream.parse(f"http://127.0.0.1:9/v1?key={QUERY_SECRET}"), {"authorization": f"Bearer {KEY}"}
+    )
+
+    async def send() -> httpx2.Response:
+        transport = httpx2.ASGITransport(app=proxy.app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://proxy.test") as client:
+            return await client.post("/v1/chat/completions", json={"model": "m"})
+
+    response = asyncio.run(send())
+    assert response.status_code == 502 and QUERY_SECRET not in response.text and "key=***" in response.text
+    assert all(QUERY_SECRET not in failure for failure in proxy.failures)
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/v1/%2e%2e/%2e%2e/admin", "/v1/%2E%2E/admin", "/v1/chat/%252e%252e/%252e%252e/admin",
+     "/v1/%2e/%2e%2e/admin", "/v1/..%5c..%5cadmin"],
+)  # fmt: skip
+def test_a_path_that_leaves_the_upstreams_base_is_refused_and_not_forwarded(path: str) -> None:
+    _, seen, response = proxied("https://api.example.com/openai/v1", "GET", path)
+    assert response.status_code == 400 and response.json()["error"]["code"] == "sim_path_refused"
+    assert seen == []
+
+
+def test_contained_paths() -> None:
+    assert contained("/chat/completions") == "/chat/completions"
+    assert contained("/files/file-abc/content") == "/files/file-abc/content"
+    assert contained("/../admin") is None and contained("/%2e%2e/admin") is None
+
+
+def test_a_user_or_password_in_the_upstream_is_refused_in_one_line_without_showing_it(tmp_path: Any) -> None:
+    done = subprocess.run(
+        [*SIM, "proxy", str(tmp_path / "c.yaml"), "--upstream", "https://user:hunter2-PASSWORD@api.example.com/v1"],
+        capture_output=True, text=True, timeout=60, check=False, env={"OPENAI_API_KEY": KEY, "PATH": ""},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "must not carry a user or password" in done.stderr
+    assert "hunter2" not in done.stdout + done.stderr and len(done.stderr.strip().splitlines()) == 1
