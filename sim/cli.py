@@ -35,7 +35,7 @@ from sim.core.events import RunEvent
 from sim.core.loop import DEFAULT_MAX_TURNS, AgentRunner, RunEnding
 from sim.core.messages import CHAT_MESSAGES
 from sim.core.tools import ToolRegistry
-from sim.core.transcript import describe, turns
+from sim.core.transcript import describe, turns, visible
 from sim.fuzz_command import fuzz
 from sim.reports.build import checked, played, replayed, shown
 from sim.scenario.loader import load_scenario, scenario_files
@@ -222,12 +222,15 @@ def show(
         Path | None, typer.Option("--html", help="Also write the timeline as an HTML page.")
     ] = None,
 ) -> None:
-    """Print a scenario's scripted conversation, or a cassette's recorded one, turn by turn."""
-    lines = (
+    """Print a scenario's scripted conversation, or a cassette's recorded one, turn by turn (credentials
+    masked, control characters written out)."""
+    told = (
         cassette_outline(open_one(file, read_cassette))
         if looks_like_cassette(file)
         else outline(open_one(file, load_scenario))
     )
+    masked = Scrubber()
+    lines = [visible(masked.text(line)) for line in told]
     for line in lines:
         out.print(line, markup=False)
     write_report_if_asked(html, lambda: shown(str(file), lines))

@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
 from typer.testing import CliRunner, Result
 
 from sim.cli import app
@@ -143,3 +144,28 @@ def test_a_folder_where_one_file_is_wanted_says_so() -> None:
         result = CliRunner().invoke(app, [command[0], str(SCENARIOS), *command[1:]])
         assert result.exit_code == 2
         assert result.output.strip() == f"error: {SCENARIOS} is a folder: this command takes one file"
+
+
+def test_show_masks_credentials_and_writes_control_characters_out(tmp_path: Path) -> None:
+    """A foreign cassette's text reaches neither a terminal's control sequences (title, clipboard, erase,
+    conceal) nor a credential, on the terminal or in the HTML page."""
+    key = "sk-FOREIGN-cassette-key-5f2a9c7e31d4"
+    said = f"Hi \x1b]0;PWNED\x07 \x1b]52;c;ZXZpbA==\x07 \x1b[2K\x1b[8mhidden\x1b[0m \u202eevil {key}"
+    request = {"model": "m", "messages": [{"role": "user", "content": f"my key is {key}"}]}
+    reply = {
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": said}}]
+    }
+    interaction = {
+        "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions", "headers": {},
+                    "body": json.dumps(request)},
+        "response": {"status": {"code": 200, "message": "OK"}, "headers": {},
+                     "body": {"string": json.dumps(reply)}},
+    }  # fmt: skip
+    path = tmp_path / "foreign.yaml"
+    path.write_text(yaml.safe_dump({"interactions": [interaction], "version": 1}))
+    page = tmp_path / "shown.html"
+    result = CliRunner().invoke(app, ["show", str(path), "--html", str(page)])
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output and "\u202e" not in result.output
+    assert "\\x1b]0;PWNED\\x07" in result.output and "\\u202eevil" in result.output  # shown, not acted on
+    assert key not in result.output and key not in page.read_text() and "<redacted>" in result.output

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from sim.core.calls import CallRef
 from sim.core.events import (
     ModelReplied,
@@ -16,9 +18,19 @@ from sim.core.outcome import outcome_of
 _PREVIEW_CHARS = 200
 
 
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def visible(text: str) -> str:
+    """`text` with every control character written out (`\\x1b`, `\\u202e`), so that what a recording or
+    scenario says can be printed to a terminal without acting on it (no escape sequence sets a title,
+    writes the clipboard, erases or hides a line, or turns text around)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+
+
 def preview(text: str, limit: int = _PREVIEW_CHARS) -> str:
-    """`text` on one line, shortened to `limit` characters."""
-    flat = text.replace("\n", "\\n")
+    """`text` on one line, shortened to `limit` characters, its control characters written out."""
+    flat = visible(text.replace("\n", "\\n"))
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
