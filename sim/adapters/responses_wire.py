@@ -384,7 +384,10 @@ def messages_from_items(items: Any) -> list[ChatMessage]:
             calls.append(call)
             open_turn = True
         elif kind == "reasoning":
-            parts.append(reasoning_from_wire(item))
+            try:
+                parts.append(reasoning_from_wire(item))
+            except ModelReplyError as error:
+                raise _bad(where, str(error)) from None
             open_turn = True
         elif kind == "function_call_output":
             close()

@@ -137,7 +137,7 @@ class Simulator:
     async def _serve(self, request: Request, protocol: WireProtocol) -> Response:
         """The next scripted reply, or the error the API would send."""
         try:
-            body = loads(await request.body())
+            body = loads(await request.body(), strict=True)  # no lone surrogate: it could not be answered
         except ValueError:
             return api_error(400, "We could not parse the JSON body of your request.")
         self.received += 1

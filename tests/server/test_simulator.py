@@ -398,3 +398,27 @@ class TestHonesty:
         responses = post(sim, *({"messages": [big]} for _ in range(40)))
         assert all(r.status_code == 200 for r in responses)
         assert (sim.received, sim.answered, len(sim.requests)) == (40, 40, 2)
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "says"),
+    [
+        ("/v1/chat/completions", b'{"model": "\\ud800", "messages": [{"role": "user", "content": "p"}]}',
+         "We could not parse the JSON body"),
+        ("/v1/responses", b'{"model": "\\ud800", "input": "p"}', "We could not parse the JSON body"),
+        ("/v1/responses", b'{"model": "m", "input": [{"type": "reasoning", "id": "rs_1", "summary": "x"}]}',
+         "input[0]: reasoning summary must be a list"),
+    ],
+    ids=["chat lone surrogate model", "responses lone surrogate model", "reasoning summary not a list"],
+)  # fmt: skip
+def test_what_cannot_be_answered_is_a_400_in_the_apis_shape_not_a_500(
+    path: str, body: bytes, says: str
+) -> None:
+    async def send() -> httpx2.Response:
+        transport = httpx2.ASGITransport(app=simulator().app, raise_app_exceptions=False)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://sim.test") as client:
+            return await client.post(path, content=body, headers={"content-type": "application/json"})
+
+    response = asyncio.run(send())
+    assert response.status_code == 400, response.text
+    assert says in response.json()["error"]["message"]
