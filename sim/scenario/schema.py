@@ -74,13 +74,21 @@ class RequestExpectation(_Strict):
     tools: list[str] | None = Field(None, description="Names of the tools offered, in order.")
 
 
+MAX_LATENCY = 600.0
+"""The longest latency a scenario may script, in seconds (the SDK's own default timeout): a finite wait."""
+
+
 class Latency(_Strict):
-    """How slowly the simulator answers (the loop run directly does not wait)."""
+    """How slowly the simulator answers (the loop run directly does not wait); each at most
+    `MAX_LATENCY` seconds."""
 
     first_byte: float = Field(
-        0.0, ge=0, description="Seconds before the reply, or before a stream's first chunk."
+        0.0, ge=0, le=MAX_LATENCY, allow_inf_nan=False,
+        description="Seconds before the reply, or before a stream's first chunk.",
+    )  # fmt: skip
+    between_chunks: float = Field(
+        0.0, ge=0, le=MAX_LATENCY, allow_inf_nan=False, description="Seconds between a stream's chunks."
     )
-    between_chunks: float = Field(0.0, ge=0, description="Seconds between a stream's chunks.")
 
 
 class ScriptedReplySpec(_Strict):

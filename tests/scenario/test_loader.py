@@ -188,3 +188,17 @@ def test_a_spelling_that_differs_still_fails_the_expectation(tmp_path: Path) -> 
     path = tmp_path / "differs.yaml"
     path.write_text("prompt: p\nreplies:\n  - content: '3.1'\nexpect: {final_text: 3.10}\n")
     assert asyncio.run(play_file(path)).problems == ("expect.final_text: expected '3.10', got '3.1'",)
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [(".inf", "finite number"), ("-.inf", "finite number"), (".nan", "finite number"),
+     ("1e308", "less than or equal to 600"), ("601", "less than or equal to 600")],
+)  # fmt: skip
+@pytest.mark.parametrize("field", ["first_byte", "between_chunks"])
+def test_latency_is_finite_and_bounded(tmp_path: Path, value: str, says: str, field: str) -> None:
+    """An endless latency would pass `sim check` and hang whatever plays the scenario."""
+    path = tmp_path / "slow.yaml"
+    path.write_text(f"prompt: p\nreplies:\n  - content: hi\n    latency: {{{field}: {value}}}\n")
+    with pytest.raises(ScenarioError, match=rf"slow\.yaml:4:\d+: replies\[0\]\.latency\.{field}: .*{says}"):
+        load_scenario(path)
