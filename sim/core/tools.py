@@ -37,7 +37,11 @@ ToolErrorCode = Literal[
 ]
 """The error codes sim's own tools and loop produce; user handlers may use others."""
 
-_TOOL_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_]+$")
+"""What a tool's name may be made of: letters, digits and `_`."""
+
+
+CODE_IFF_ERROR = "error_code must be set exactly when is_error is true"
 
 
 class ToolResult(BaseModel):
@@ -52,7 +56,7 @@ class ToolResult(BaseModel):
     @model_validator(mode="after")
     def _code_iff_error(self) -> ToolResult:
         if self.is_error != (self.error_code is not None):
-            raise ValueError("error_code must be set exactly when is_error is true")
+            raise ValueError(CODE_IFF_ERROR)
         return self
 
     @classmethod
@@ -111,7 +115,7 @@ class ToolDefinition:
     """A JSON Schema shown instead of the input model's, for tools scripted or replayed from a recording."""
 
     def __post_init__(self) -> None:
-        if not _TOOL_NAME.fullmatch(self.name):
+        if not TOOL_NAME.fullmatch(self.name):
             raise ConfigurationError(f"invalid tool name: {self.name}")
         if not self.description.strip():
             raise ConfigurationError(f"tool description must not be empty: {self.name}")

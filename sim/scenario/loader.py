@@ -53,13 +53,18 @@ def scenario_files(paths: list[Path]) -> list[Path]:
     return found
 
 
+_SCALAR_MISMATCH = frozenset({"string_type", "literal_error", "int_type", "bool_type", "float_type"})
+
+
 def _explain(document: YamlDocument, error: ValidationError) -> ScenarioError:
     problems = error.errors()
-    # an unknown key usually explains a missing one (a typo), so it is told first; then file order
+    # an unknown key usually explains a missing one (a typo), so it is told first; then what a mapping or
+    # list was meant to be (not that it is not the text another branch of a union takes); then file order
     first = min(
         problems,
         key=lambda p: (
             p["type"] != "extra_forbidden",
+            p["type"] in _SCALAR_MISMATCH and isinstance(p.get("input"), dict | list),
             document.position(_data_path(document.data, p["loc"])),
         ),
     )
@@ -93,7 +98,7 @@ def _data_path(data: Any, loc: tuple[int | str, ...]) -> DataPath:
         elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
             data = data[part]
             at.append(part)
-        elif isinstance(data, dict) and isinstance(part, str) and part == loc[-1]:
+        elif isinstance(data, dict) and isinstance(part, str) and part == loc[-1] and "[" not in part:
             at.append(part)  # a key that is missing or not allowed: not in the data, but it names the place
             break
     return tuple(at)

@@ -13,6 +13,7 @@ from sim.core.errors import ScenarioError
 from sim.core.model import FinishReason
 from sim.core.outcome import Outcome
 from sim.core.scripted import ScriptedCommand
+from sim.core.tools import CODE_IFF_ERROR, TOOL_NAME
 from sim.scenario.yaml_source import DataPath
 
 BuiltinTool = Literal["shell"]
@@ -162,7 +163,9 @@ class ShellSettings(_Strict):
 class ScriptedToolSpec(_Strict):
     """A tool offered to the model whose calls are answered from the scenario's `results`, by call id."""
 
-    name: Annotated[str, Field(min_length=1)] = Field(description="The tool's name.")
+    name: Annotated[str, Field(min_length=1)] = Field(
+        description="The tool's name: letters, digits and `_`.", pattern=TOOL_NAME.pattern
+    )
     description: str = Field("", description="What the model is told the tool does.")
     parameters: dict[str, Any] = Field(
         default_factory=lambda: {"type": "object", "properties": {}},
@@ -182,6 +185,12 @@ class ScriptedResultSpec(_Strict):
     is_error: bool = Field(False, description="Whether the call failed.")
     error_code: str | None = Field(None, description="The error code, when it failed.")
     raises: bool = Field(False, description="The handler raises instead of returning (the loop must cope).")
+
+    @model_validator(mode="after")
+    def _code_iff_error(self) -> ScriptedResultSpec:
+        if not self.raises and self.is_error != (self.error_code is not None):
+            raise ValueError(CODE_IFF_ERROR)
+        return self
 
 
 class ToolResultExpectation(_Strict):

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -8,6 +9,7 @@ import pytest
 from sim import ModelAPIError, ScenarioError
 from sim.scenario import load_scenario, scenario_files
 from sim.scenario.world import scripted_replies
+from tests.server.processes import SIM
 
 MALFORMED = sorted((Path(__file__).parent / "malformed").glob("*.yaml"))
 
@@ -202,3 +204,29 @@ def test_latency_is_finite_and_bounded(tmp_path: Path, value: str, says: str, fi
     path.write_text(f"prompt: p\nreplies:\n  - content: hi\n    latency: {{{field}: {value}}}\n")
     with pytest.raises(ScenarioError, match=rf"slow\.yaml:4:\d+: replies\[0\]\.latency\.{field}: .*{says}"):
         load_scenario(path)
+
+
+LOOKUP = "tools: [{name: lookup}]"
+CODE_IFF_ERROR = "3:19: results.call_1: error_code must be set exactly when is_error is true"
+CHECK_WHAT_PLAY_CHECKS = {
+    "is_error without error_code": ("results: {call_1: {is_error: true}}", LOOKUP, CODE_IFF_ERROR),
+    "error_code without is_error": ("results: {call_1: {content: x, error_code: e}}", LOOKUP, CODE_IFF_ERROR),
+    "a tool name with a space": ("results: {call_1: fine}", "tools: [{name: look up}]",
+                                 "2:16: tools[0].name: String should match pattern"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(CHECK_WHAT_PLAY_CHECKS))
+def test_check_refuses_what_play_would_crash_on_in_one_line(tmp_path: Path, case: str) -> None:
+    results, tools, says = CHECK_WHAT_PLAY_CHECKS[case]
+    path = tmp_path / "case.yaml"
+    replies = "replies:\n  - tool_calls: [{id: call_1, name: lookup}]\n  - content: done\n"
+    path.write_text(f"prompt: p\n{tools}\n{results}\n{replies}")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(path)
+    assert f"case.yaml:{says}" in str(caught.value)
+    report = tmp_path / "play.html"
+    played = subprocess.run([*SIM, "play", str(path), "--report", str(report)],
+                            capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert played.returncode == 1 and "Traceback" not in played.stdout + played.stderr
+    assert report.is_file()
