@@ -100,13 +100,13 @@ def _inflate(body: bytes, wbits: int) -> bytes:
 
 
 def decompress(body: bytes) -> bytes:
-    """`body` unzipped when it is gzip or zlib data (whatever the headers claim), else as it is;
-    `BodyTooLarge` past `MAX_BODY_BYTES`, and a gzip body that is not whole is `OSError`."""
+    """`body` unzipped when it is gzip or zlib data (whatever the headers claim), else as it is (a body
+    that merely starts like gzip, such as audio, is not one); `BodyTooLarge` past `MAX_BODY_BYTES`."""
     if body.startswith(_GZIP_MAGIC):
         try:
             return _inflate(body, 16 + zlib.MAX_WBITS)
-        except zlib.error as error:
-            raise OSError(f"the gzip body is damaged: {error}") from None
+        except zlib.error:
+            return body
     if body[:1] == b"\x78":
         try:
             return _inflate(body, zlib.MAX_WBITS)

@@ -16,7 +16,7 @@ from typing import Any
 from sim.adapters import chat_wire, responses_wire
 from sim.adapters.chat_wire import StreamText
 from sim.cassette.reader import sse_lines
-from sim.cassette.secrets import credentials_in, known_secrets_pattern, scrub_text
+from sim.cassette.secrets import CREDENTIAL_PATTERNS, credentials_in, known_secrets_pattern, scrub_text
 from sim.core.json_text import loads
 
 StreamPieces = Callable[[Any], Iterator[StreamText]]
@@ -112,6 +112,15 @@ class Scrubber:
         if isinstance(value, list):
             return [self._decoded(item, parent) for item in value]
         return value
+
+    def binary(self, data: bytes) -> bytes:
+        """Bytes that are not text, with each credential-shaped run of ASCII in them replaced by one of the
+        same length (so that offsets in the data stay where they were)."""
+        text = data.decode("latin-1")  # one character a byte, both ways
+        patterns = [*([self._known] if self._known is not None else []), *CREDENTIAL_PATTERNS.values()]
+        for pattern in patterns:
+            text = pattern.sub(lambda found: "*" * len(found[0]), text)
+        return text.encode("latin-1")
 
     def lines(self, text: str) -> str:
         """Text that is not one JSON document: each line that is JSON (JSON Lines, as batch output is)

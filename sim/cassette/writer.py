@@ -61,16 +61,21 @@ def _bytes(value: Any) -> bytes:
     return value.encode() if isinstance(value, str) else bytes(value or b"")
 
 
-def readable(body: bytes, scrubber: Scrubber, content_type: str = "") -> str:
+def readable(body: bytes, scrubber: Scrubber, content_type: str = "") -> str | bytes:
     """A body as text a person can read, scrubbed: decompressed, JSON laid out by `json_lines`, an event
     stream (by its content type or its lines) scrubbed as whole streamed texts, else UTF-8 scrubbed line by
-    line (each JSON line decoded)."""
+    line (each JSON line decoded). A body that is not UTF-8 text (audio, an image) is kept as it came,
+    bytes (vcrpy's `!!binary`), with any credential in it blanked out byte for byte."""
     raw = decompress(body)
     try:
         return json_lines(scrubber.value(loads(raw)))
     except ValueError:
-        text = raw.decode("utf-8", errors="replace")
-        return scrubber.stream(text) if is_event_stream_text(text, content_type) else scrubber.lines(text)
+        pass
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return scrubber.binary(raw)
+    return scrubber.stream(text) if is_event_stream_text(text, content_type) else scrubber.lines(text)
 
 
 def _compact(value: Any) -> str:

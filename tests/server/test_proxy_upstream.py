@@ -104,3 +104,40 @@ def test_a_user_or_password_in_the_upstream_is_refused_in_one_line_without_showi
     assert done.returncode == 2, done.stderr
     assert "must not carry a user or password" in done.stderr
     assert "hunter2" not in done.stdout + done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_bodies_that_are_not_text_are_kept_as_they_came_and_lose_nothing_else(tmp_path: Any) -> None:
+    """Audio that happens to start like gzip, and other binary bodies: the proxy writes every exchange, and
+    `sim serve CASSETTE` serves each binary body back byte for byte (a credential in one is blanked)."""
+    import os
+
+    from sim.cassette.reader import read_cassette
+    from sim.server.cassette_server import CassetteServer
+
+    audio = b"\x1f\x8b" + os.urandom(1022)  # gzip's magic bytes, but not gzip
+    image = b"\x89PNG\r\n\x1a\n" + os.urandom(500) + f" {KEY} ".encode() + os.urandom(100)
+    answers = {
+        "/v1/audio/speech": httpx2.Response(200, content=audio, headers={"content-type": "audio/mpeg"}),
+        "/v1/images/raw": httpx2.Response(200, content=image, headers={"content-type": "image/png"}),
+        "/v1/models": httpx2.Response(200, json={"object": "list", "data": []}),
+    }
+    proxy = RecordingProxy(Upstream.parse("https://api.example.com/v1"), {"authorization": f"Bearer {KEY}"})
+    proxy.client = httpx2.AsyncClient(
+        transport=httpx2.MockTransport(lambda request: answers[request.url.path])
+    )
+
+    async def through(app: Any, paths: list[str]) -> list[httpx2.Response]:
+        async with httpx2.AsyncClient(
+            transport=httpx2.ASGITransport(app=app), base_url="http://local"
+        ) as client:
+            return [await client.post(path, content=b"{}") for path in paths]
+
+    paths = ["/v1/models", "/v1/audio/speech", "/v1/images/raw", "/v1/models"]
+    asyncio.run(through(proxy.app, paths))
+    cassette = tmp_path / "binary.yaml"
+    assert proxy.write(cassette, (KEY,)) == 4  # nothing lost
+    assert KEY not in cassette.read_text()
+    served = asyncio.run(through(CassetteServer(read_cassette(cassette)).app, paths))
+    assert [r.status_code for r in served] == [200] * 4
+    assert served[1].content == audio and len(served[1].content) == 1024
+    assert served[2].content == image.replace(KEY.encode(), b"*" * len(KEY))
