@@ -4,6 +4,7 @@ finished exchange for the cassette (written by `sim record`'s writer: readable, 
 
 from __future__ import annotations
 
+import logging
 import posixpath
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -157,7 +158,8 @@ class RecordingProxy:
                     yield piece
             except httpx2.HTTPError as error:
                 self.failures.append(f"{request.method} {tail}: upstream broke off: {type(error).__name__}")
-                return
+                # the client's connection is aborted too (no final chunk): a cut answer must not read as whole
+                raise UpstreamBrokeOff(str(error)) from None
             finally:
                 await upstream.aclose()
             self.exchanges[slot] = Exchange(
@@ -172,6 +174,20 @@ class RecordingProxy:
             )
 
         return StreamingResponse(relay(), status_code=upstream.status_code, headers=response_headers)
+
+
+class UpstreamBrokeOff(Exception):
+    """The upstream broke off mid-answer: raised into the server so that it aborts the client's connection
+    as the upstream aborted the proxy's (the server is told not to log it: it is reported once, in
+    `failures`)."""
+
+
+class _QuietAboutBrokenUpstreams(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], UpstreamBrokeOff))
+
+
+logging.getLogger("uvicorn.error").addFilter(_QuietAboutBrokenUpstreams())
 
 
 def timed(started: float) -> float:

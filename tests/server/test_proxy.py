@@ -326,3 +326,44 @@ def test_the_key_can_come_from_a_file_or_stdin_and_stay_out_of_the_proxys_enviro
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "0"  # the key is not in the proxy's environment
     assert MARKED_KEY not in done.stdout + done.stderr
+
+
+def test_an_upstream_that_dies_mid_answer_aborts_the_clients_connection_too(tmp_path: Path) -> None:
+    """The upstream (a raw socket on 127.0.0.1 standing in for a real API that dies) sends half a chunked
+    stream and closes: the client must see a broken connection, not a complete stream, and nothing is
+    recorded as complete."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def half_an_answer() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            piece = b'data: {"choices":[{"index":0,"delta":{"content":"Hel"}}]}\n\n'
+            head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+            connection.sendall(head + f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+            time.sleep(0.2)
+        listener.close()
+
+    threading.Thread(target=half_an_answer, daemon=True).start()
+    cassette = tmp_path / "cut.yaml"
+    with proxying(cassette, f"http://127.0.0.1:{port}/v1") as (proxy, base_url):
+        body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+        received: list[bytes] = []
+
+        def read_all() -> None:
+            with httpx2.stream("POST", f"{base_url}/chat/completions", json=body, timeout=30) as response:
+                received.extend(response.iter_raw())
+
+        with pytest.raises(httpx2.HTTPError):
+            read_all()
+        assert b"Hel" in b"".join(
+            received
+        )  # what came was passed on, then the connection broke as upstream's did
+        proxy.send_signal(signal.SIGINT)
+        assert proxy.wait(timeout=30) == 1
+        said = proxy.stderr.read() if proxy.stderr else ""
+    assert "upstream broke off" in said and "Traceback" not in said
+    assert not cassette.exists()
