@@ -18,7 +18,7 @@ from sim.cassette.secrets import require_scrubbable
 from sim.core.errors import CassetteError, ConfigurationError
 from sim.scenario.loader import load_scenario
 from sim.server.cassette_server import CassetteServer
-from sim.server.proxy import RecordingProxy, Upstream
+from sim.server.proxy import UPSTREAM_TIMEOUT, RecordingProxy, Upstream
 from sim.server.serve import AppServer, CommandNotFound, base_url, listen
 from sim.server.simulator import Simulator
 from sim.terminal import err, open_one, usage_error
@@ -128,6 +128,10 @@ def proxy(
     host: Host = "127.0.0.1",
     port: Port = 8000,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing cassette.")] = False,
+    upstream_timeout: Annotated[
+        float,
+        typer.Option("--upstream-timeout", min=0.1, help="Seconds to wait for the upstream between bytes."),
+    ] = UPSTREAM_TIMEOUT,
     key_file: Annotated[
         Path | None,
         typer.Option(
@@ -151,7 +155,7 @@ def proxy(
     except ConfigurationError as error:
         raise usage_error(str(error)) from None
     server = _listening(host, port)
-    recording = RecordingProxy(parsed, credentials.headers)
+    recording = RecordingProxy(parsed, credentials.headers, timeout=upstream_timeout)
     server.server.config.app = recording.app
     url = base_url(server.sock)
     environment = {k: v for k, v in os.environ.items() if k not in ("OPENAI_ORG_ID", "OPENAI_PROJECT_ID")}

@@ -4,7 +4,6 @@ finished exchange for the cassette (written by `sim record`'s writer: readable, 
 
 from __future__ import annotations
 
-import logging
 import posixpath
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -20,6 +19,7 @@ from starlette.routing import Route
 
 from sim.cassette.secrets import SECRET_HEADERS
 from sim.cassette.writer import Exchange, write_cassette
+from sim.server.serve import ConnectionAborted
 from sim.server.simulator import api_error
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -97,6 +97,10 @@ def contained(tail: str) -> str | None:
     return quote(normal, safe="/:@!$&'()*+,;=-._~")
 
 
+UPSTREAM_TIMEOUT = 120.0
+"""Seconds the proxy waits for the upstream between bytes (`--upstream-timeout`)."""
+
+
 class RecordingProxy:
     """Forwards to `upstream` (a base URL such as `https://api.openai.com/v1`) and records what passed.
 
@@ -105,7 +109,14 @@ class RecordingProxy:
     response did not finish (the client went away, the upstream failed) is not kept.
     """
 
-    def __init__(self, upstream: Upstream, credentials: Mapping[str, str], *, prefix: str = "/v1") -> None:
+    def __init__(
+        self,
+        upstream: Upstream,
+        credentials: Mapping[str, str],
+        *,
+        prefix: str = "/v1",
+        timeout: float = UPSTREAM_TIMEOUT,
+    ) -> None:
         self.upstream = upstream
         self.credentials = dict(credentials)
         """Headers sent upstream in place of the client's (`authorization`, account ids)."""
@@ -114,7 +125,7 @@ class RecordingProxy:
         self.prefix = prefix
         self.exchanges: list[Exchange | None] = []
         self.failures: list[str] = []
-        self.client = httpx2.AsyncClient(timeout=httpx2.Timeout(600, connect=15), follow_redirects=False)
+        self.client = httpx2.AsyncClient(timeout=httpx2.Timeout(timeout, connect=15), follow_redirects=False)
         self.app = Starlette(routes=[Route("/{path:path}", self._forward, methods=_METHODS)])
 
     def recorded(self) -> list[Exchange]:
@@ -176,18 +187,9 @@ class RecordingProxy:
         return StreamingResponse(relay(), status_code=upstream.status_code, headers=response_headers)
 
 
-class UpstreamBrokeOff(Exception):
+class UpstreamBrokeOff(ConnectionAborted):
     """The upstream broke off mid-answer: raised into the server so that it aborts the client's connection
-    as the upstream aborted the proxy's (the server is told not to log it: it is reported once, in
-    `failures`)."""
-
-
-class _QuietAboutBrokenUpstreams(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.exc_info and isinstance(record.exc_info[1], UpstreamBrokeOff))
-
-
-logging.getLogger("uvicorn.error").addFilter(_QuietAboutBrokenUpstreams())
+    as the upstream aborted the proxy's (reported once, in `failures`)."""
 
 
 def timed(started: float) -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import socket
@@ -37,12 +38,38 @@ class CommandNotFound(Exception):
     """The command to run beside the server does not exist or cannot be run."""
 
 
+class ConnectionAborted(Exception):
+    """Raised by an app into the server to abort the client's connection on purpose: not logged."""
+
+
+class _QuietAborts(logging.Filter):
+    """What a stop or an intended abort leaves in uvicorn's log is not an error to show: the tasks it
+    cancels after `SHUTDOWN_SECONDS`, and `ConnectionAborted`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, ConnectionAborted | asyncio.CancelledError):
+            return False
+        return "timeout graceful shutdown exceeded" not in record.getMessage()
+
+
+logging.getLogger("uvicorn.error").addFilter(_QuietAborts())
+
+SHUTDOWN_SECONDS = 3
+"""How long a stop waits for responses in flight before closing their connections (a stalled upstream or
+client must not keep Ctrl-C from working)."""
+
+
 class AppServer:
-    """An ASGI app served on a socket: `run()` serves until Ctrl-C, SIGTERM or `stop()`."""
+    """An ASGI app served on a socket: `run()` serves until Ctrl-C, SIGTERM or `stop()`; responses in flight
+    get `SHUTDOWN_SECONDS` to finish."""
 
     def __init__(self, app: Any, sock: socket.socket) -> None:
         self.sock = sock
-        config = uvicorn.Config(app=app, log_level="warning", access_log=False, lifespan="off")
+        config = uvicorn.Config(
+            app=app, log_level="warning", access_log=False, lifespan="off",
+            timeout_graceful_shutdown=SHUTDOWN_SECONDS,
+        )  # fmt: skip
         self.server = uvicorn.Server(config)
         self.terminated = False
         """Whether serving ended on SIGTERM."""

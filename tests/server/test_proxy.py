@@ -367,3 +367,33 @@ def test_an_upstream_that_dies_mid_answer_aborts_the_clients_connection_too(tmp_
         said = proxy.stderr.read() if proxy.stderr else ""
     assert "upstream broke off" in said and "Traceback" not in said
     assert not cassette.exists()
+
+
+def test_ctrl_c_stops_the_proxy_within_seconds_while_the_upstream_never_answers(tmp_path: Path) -> None:
+    """A stalled upstream (a socket on 127.0.0.1 that accepts and never answers) holds a request open;
+    Ctrl-C still ends the proxy in a few seconds, without a traceback, and nothing in flight is written."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stalled: list[socket.socket] = []
+    threading.Thread(target=lambda: stalled.append(listener.accept()[0]), daemon=True).start()
+    cassette = tmp_path / "stalled.yaml"
+    with proxying(cassette, f"http://127.0.0.1:{listener.getsockname()[1]}/v1") as (proxy, base_url):
+        body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        asking = threading.Thread(
+            target=lambda: httpx2.post(f"{base_url}/chat/completions", json=body, timeout=60), daemon=True
+        )
+        asking.start()
+        deadline = time.monotonic() + 20
+        while not stalled and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert stalled, "the request did not reach the upstream"
+        started = time.monotonic()
+        proxy.send_signal(signal.SIGINT)
+        code = proxy.wait(timeout=30)
+        took = time.monotonic() - started
+        said = proxy.stderr.read() if proxy.stderr else ""
+    listener.close()
+    assert took < 10, took
+    assert code == 1 and "Traceback" not in said and "CancelledError" not in said, said
+    assert not cassette.exists()
