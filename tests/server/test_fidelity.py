@@ -5,21 +5,16 @@ in process (an httpx2 ASGI transport stands in for the network)."""
 
 from __future__ import annotations
 
-import asyncio
-import textwrap
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx2
 import openai
 import pytest
 from openai import AsyncOpenAI
 
-from sim.scenario import load_scenario
-from sim.server import Simulator
+from tests.server.in_process import simulator, talk
 
-T = TypeVar("T")
 LOOKUP = {
     "type": "function",
     "name": "lookup",
@@ -39,24 +34,6 @@ replies:
     reasoning: And Rome too.
   - content: Sunny in both.
 """
-
-
-def simulator(tmp_path: Path, text: str) -> Simulator:
-    path = tmp_path / "scenario.yaml"
-    path.write_text(textwrap.dedent(text))
-    return Simulator(load_scenario(path))
-
-
-def talk(sim: Simulator, conversation: Callable[[AsyncOpenAI], Awaitable[T]]) -> T:
-    async def run() -> T:
-        http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=sim.app))
-        client = AsyncOpenAI(
-            base_url="http://sim.test/v1", api_key="sk-test", max_retries=0, http_client=http
-        )
-        async with client:
-            return await conversation(client)
-
-    return asyncio.run(run())
 
 
 def call_item(call: Any, *, with_id: bool = False) -> dict[str, Any]:

@@ -3,11 +3,8 @@ simulator is mounted in process (an httpx2 ASGI transport is the only stand-in f
 
 from __future__ import annotations
 
-import asyncio
-import textwrap
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx2
 import openai
@@ -15,10 +12,10 @@ import pytest
 from openai import AsyncOpenAI
 
 from sim.core.errors import ScenarioError
-from sim.scenario import load_scenario
 from sim.server import Simulator
+from tests.server import in_process
+from tests.server.in_process import talk
 
-T = TypeVar("T")
 TOOL = {"type": "function", "name": "lookup", "description": "Looks up.", "strict": False,
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}  # fmt: skip
 SCRIPT = """
@@ -33,21 +30,7 @@ replies:
 
 
 def simulator(tmp_path: Path, text: str = SCRIPT) -> Simulator:
-    path = tmp_path / "scenario.yaml"
-    path.write_text(textwrap.dedent(text))
-    return Simulator(load_scenario(path))
-
-
-def talk(sim: Simulator, conversation: Callable[[AsyncOpenAI], Awaitable[T]]) -> T:
-    async def run() -> T:
-        http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=sim.app))
-        client = AsyncOpenAI(
-            base_url="http://sim.test/v1", api_key="sk-test", max_retries=0, http_client=http
-        )
-        async with client:
-            return await conversation(client)
-
-    return asyncio.run(run())
+    return in_process.simulator(tmp_path, text)
 
 
 def test_a_stateless_conversation_with_reasoning_sent_back(tmp_path: Path) -> None:
