@@ -19,6 +19,7 @@ from sim.core.errors import CassetteError, ConfigurationError
 from sim.scenario.loader import load_scenario
 from sim.server.cassette_server import CassetteServer
 from sim.server.proxy import UPSTREAM_TIMEOUT, RecordingProxy, Upstream
+from sim.server.response_store import STORE_LIMIT_BYTES
 from sim.server.serve import AppServer, CommandNotFound, base_url, listen
 from sim.server.simulator import Simulator
 from sim.terminal import err, open_one, usage_error
@@ -58,6 +59,14 @@ def serve(
     cycle: Annotated[
         bool, typer.Option("--cycle", help="Start a scenario's script again when it ends (load tests).")
     ] = False,
+    store_limit: Annotated[
+        int,
+        typer.Option(
+            "--store-limit",
+            min=1,
+            help="MiB of conversations kept for previous_response_id (oldest forgotten).",
+        ),
+    ] = STORE_LIMIT_BYTES // 2**20,
 ) -> None:
     """Serve an OpenAI-compatible API (Chat Completions and Responses) answering from FILE: a scenario's
     scripted replies, or a cassette's recorded responses."""
@@ -68,7 +77,9 @@ def serve(
         return
     scenario = open_one(file, load_scenario)
     server = _listening(host, port)
-    simulator = Simulator(scenario, cycle=cycle, on_consumed=server.stop if once else None)
+    simulator = Simulator(
+        scenario, cycle=cycle, on_consumed=server.stop if once else None, store_limit=store_limit * 2**20
+    )
     server.server.config.app = simulator.app
 
     def ready() -> None:

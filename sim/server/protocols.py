@@ -13,6 +13,7 @@ from typing import Any, Protocol
 from sim.adapters import chat_wire, responses_wire
 from sim.core.messages import AssistantMessage, ChatMessage, Reasoning, SystemMessage, validate_pairing
 from sim.core.model import ModelReply, ModelRequest
+from sim.server.response_store import STORE_LIMIT_BYTES, ResponseStore
 from sim.server.tool_choice import ToolChoiceError, read_tool_choice
 
 CREATED = 1_700_000_000
@@ -242,9 +243,11 @@ class ResponsesProtocol:
     paths: tuple[str, ...] = ("/v1/responses", "/responses")
     closing = b""
     STORED = 10_000
+    """The most reasoning items and function calls remembered (a store of responses is bounded by bytes)."""
 
-    def __init__(self) -> None:
-        self._stored: OrderedDict[str, list[ChatMessage]] = OrderedDict()
+    def __init__(self, store_limit: int = STORE_LIMIT_BYTES) -> None:
+        self.store = ResponseStore(store_limit)
+        """The responses kept for chains."""
         self._reasoning: OrderedDict[str, _ServedReasoning] = OrderedDict()
         """Each reasoning item served, by its item id."""
         self._needs: OrderedDict[str, tuple[str, ...]] = OrderedDict()
@@ -265,10 +268,11 @@ class ResponsesProtocol:
         earlier: list[ChatMessage] = []
         previous = body.get("previous_response_id")
         if previous is not None:
-            if previous not in self._stored:
+            found = self.store.conversation(previous) if isinstance(previous, str) else None
+            if found is None:
                 message = f"Previous response with id '{previous}' not found."
                 raise RefusedError(Refused(message, "previous_response_id", "previous_response_not_found"))
-            earlier = self._stored[previous]
+            earlier = found
         conversation = earlier + responses_wire.messages_from_items(body.get("input"))
         validate_pairing(conversation)
         instructions = body.get("instructions")
@@ -330,8 +334,12 @@ class ResponsesProtocol:
         stored = asked.body.get("store") is not False
         if stored:
             history = [m for m in asked.decoded.messages if not isinstance(m, SystemMessage)]
-            self._stored[response_id] = [*history, served.message]
-            _bound(self._stored, self.STORED)
+            parent = asked.body.get("previous_response_id")
+            held = self.store.length(parent) if isinstance(parent, str) else None
+            if held is None:  # stateless (or the parent was forgotten meanwhile): the whole conversation
+                self.store.put(response_id, None, [*history, served.message])
+            else:
+                self.store.put(response_id, parent, [*history[held:], served.message])
         for item in served.message.reasoning:
             if item.id is not None:
                 self._reasoning[item.id] = _ServedReasoning(item, stored)

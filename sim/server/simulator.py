@@ -38,6 +38,7 @@ from sim.server.protocols import (
     ResponsesProtocol,
     WireProtocol,
 )
+from sim.server.response_store import STORE_LIMIT_BYTES
 from sim.server.tool_choice import contradicts_tool_choice
 
 __all__ = ["CREATED", "Simulator", "api_error"]
@@ -66,6 +67,7 @@ class Simulator:
         *,
         cycle: bool = False,
         on_consumed: Callable[[], Any] | None = None,
+        store_limit: int = STORE_LIMIT_BYTES,
     ) -> None:
         self.scenario = scenario
         self.cycle = cycle
@@ -86,7 +88,9 @@ class Simulator:
             deque(maxlen=len(self.steps)) if cycle else []
         )
         """Each request answered from the script (by its number) with the reply it got."""
-        protocols: list[WireProtocol] = [ChatProtocol(), ResponsesProtocol()]
+        self.responses = ResponsesProtocol(store_limit)
+        """The Responses API as served (its store of responses)."""
+        protocols: list[WireProtocol] = [ChatProtocol(), self.responses]
         routes = [Route(path, self._endpoint(p), methods=["POST"]) for p in protocols for path in p.paths]
         self.paths = [route.path for route in routes]
         self.app = Starlette(
