@@ -21,6 +21,7 @@ from sim.adapters.settings import Settings
 from sim.cassette.audit import audit
 from sim.cassette.conversations import conversations
 from sim.cassette.convert import runs, scenario_data
+from sim.cassette.journal import journal_path
 from sim.cassette.outline import outline as cassette_outline
 from sim.cassette.reader import looks_like_cassette, read_cassette
 from sim.cassette.recorder import record_run
@@ -28,7 +29,7 @@ from sim.cassette.replay import replay_file
 from sim.cassette.scrubbing import Scrubber
 from sim.cassette.secrets import require_scrubbable
 from sim.cassette.writer import to_yaml, write_atomically
-from sim.compact_commands import compact, expand
+from sim.compact_commands import compact, expand, recover
 from sim.core.approval import AllowAllApprover, Approver, DenyAllApprover, TerminalApprover
 from sim.core.errors import CassetteError, ConfigurationError, ScenarioError
 from sim.core.events import RunEvent
@@ -381,6 +382,11 @@ def record(
     except CassetteError as failure:
         err.print(f"error: {scrubber.text(str(failure))}", markup=False)
         raise typer.Exit(1) from None
+    except KeyboardInterrupt:
+        left = journal_path(cassette)
+        if left.exists():
+            err.print(f"interrupted: `sim recover {left}` makes a cassette of what finished", markup=False)
+        raise typer.Exit(130) from None
     if not as_json:
         err.print(f"recorded {cassette}", markup=False)
     _report(runner, ending, as_json, scrubber)
@@ -466,6 +472,7 @@ def _report(runner: AgentRunner, ending: RunEnding, as_json: bool, scrubber: Scr
 
 app.command()(compact)
 app.command()(expand)
+app.command()(recover)
 app.command()(fuzz)
 app.command()(serve)
 app.command()(proxy)

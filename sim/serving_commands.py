@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from sim.adapters.settings import UpstreamCredentials
+from sim.cassette.journal import Journal
 from sim.cassette.reader import looks_like_cassette, read_cassette
 from sim.cassette.scrubbing import Scrubber
 from sim.cassette.secrets import require_scrubbable
@@ -165,8 +166,12 @@ def proxy(
         require_scrubbable("the upstream key" if key_file else "OPENAI_API_KEY", credentials.api_key)
     except ConfigurationError as error:
         raise usage_error(str(error)) from None
+    try:
+        journal = Journal(cassette, credentials.secrets)
+    except CassetteError as error:
+        raise usage_error(str(error)) from None
     server = _listening(host, port)
-    recording = RecordingProxy(parsed, credentials.headers, timeout=upstream_timeout)
+    recording = RecordingProxy(parsed, credentials.headers, journal, timeout=upstream_timeout)
     server.server.config.app = recording.app
     url = base_url(server.sock)
     environment = {k: v for k, v in os.environ.items() if k not in ("OPENAI_ORG_ID", "OPENAI_PROJECT_ID")}
@@ -187,14 +192,14 @@ def proxy(
     for failure in recording.failures:
         err.print(f"! {failure}", markup=False)
     scrubber = Scrubber(credentials.secrets)
-    if not recording.recorded():
-        err.print(f"no exchange finished; {cassette} not written", markup=False)
-        raise typer.Exit(code if code is not None else 1)
     try:
-        count = recording.write(cassette, credentials.secrets)
+        count = recording.finish()
     except CassetteError as error:
         err.print(f"error: {scrubber.text(str(error))}", markup=False)
         raise typer.Exit(1) from None
+    if not count:
+        err.print(f"no exchange finished; {cassette} not written", markup=False)
+        raise typer.Exit(code if code is not None else 1)
     err.print(f"recorded {count} exchanges into {cassette}", markup=False)
     if code:
         raise typer.Exit(code)

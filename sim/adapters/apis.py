@@ -41,6 +41,8 @@ class Codec:
     api: Api
     endpoint: str
     """The path it posts to, after the base URL."""
+    conversation: str
+    """The key of a request body's conversation list (`messages`, `input`)."""
     history: Callable[[Mapping[str, Any]], list[ChatMessage]]
     """A request body's conversation (pairing unchecked; `MessageContractError` when malformed)."""
     tools: Callable[[Any], tuple[ToolSpec, ...]]
@@ -88,6 +90,7 @@ CODECS: dict[Api, Codec] = {
     Api.chat: Codec(
         Api.chat,
         "/chat/completions",
+        "messages",
         _chat_history,
         chat_wire.tools_from_wire,
         chat_wire.reply_from_wire,
@@ -99,6 +102,7 @@ CODECS: dict[Api, Codec] = {
     Api.responses: Codec(
         Api.responses,
         "/responses",
+        "input",
         _responses_history,
         responses_wire.tools_from_wire,
         responses_wire.reply_from_wire,

@@ -10,11 +10,15 @@ already played starts a new round (a program run again against a long-running se
 
 A compact cassette's request that extends an earlier one is matched without rebuilding it: against the
 bytes the client sent for that earlier request, with the addition put where the recording puts it, so a
-request costs the same at turn 10,000 as at turn 10 (no history re-read or re-hashed per request).
+request costs the same at turn 10,000 as at turn 10 (no history re-read or re-hashed per request). Canonical
+matching and the nearest request of a miss look among the requests written in full and a few compact ones
+likely to come next (those extending what was just played, the first ones waiting), never rebuilding the
+whole file.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -60,6 +64,8 @@ class RecordedAnswers:
 
     OPEN = 8
     """Earlier requests (the newest first) whose extensions a request is compared with."""
+    LIKELY = 8
+    """Compact requests waiting first on a route that a request is compared with, rebuilt, on a miss."""
 
     def __init__(self, interactions: Sequence[RecordedInteraction], *, repeat: bool = False) -> None:
         self.interactions = list(interactions)
@@ -78,6 +84,8 @@ class RecordedAnswers:
         self._tails: dict[int, bytes] = {}
         self.played: set[int] = set()
         """The interactions played in this round."""
+        self._digests: set[tuple[str, str, bytes]] = set()
+        """What was sent for the compact requests played this round (a round starts again on one)."""
         self.ever_played: set[int] = set()
         self.rounds = 1
         self.misses: list[Miss] = []
@@ -102,13 +110,32 @@ class RecordedAnswers:
         return None
 
     def _canonical_index(self) -> dict[_Key, deque[int]]:
+        """The requests written in full, by canonical JSON (compact ones are not rebuilt for it)."""
         if self._canonical is None:
             self._canonical = defaultdict(deque)
             for position, interaction in enumerate(self.interactions):
                 request = interaction.request
-                key = (*_route(request.method, request.path), canonical(request.body))
-                self._canonical[key].append(position)
+                if request.extended is None:
+                    key = (*_route(request.method, request.path), canonical(request.body))
+                    self._canonical[key].append(position)
         return self._canonical
+
+    def _likely(self, route: tuple[str, str]) -> list[int]:
+        """The compact requests on `route` likely to come next, not played: those extending the requests
+        just played, then the first ones waiting."""
+        children = [
+            child
+            for base in list(self._sent)[-self.OPEN :][::-1]
+            for child in self._children[base]
+            if child not in self.played
+        ]
+        waiting = (
+            p
+            for p, item in enumerate(self.interactions)
+            if item.request.extended is not None and p not in self.played
+        )
+        first = [p for p, _ in zip(waiting, range(self.LIKELY), strict=False)]
+        return [p for p in dict.fromkeys([*children, *first]) if self._route_of(p) == route]
 
     def _extension(self, route: tuple[str, str], body: bytes) -> int | None:
         """The first unplayed extension of a recently played request that `body` is, byte for byte."""
@@ -140,6 +167,8 @@ class RecordedAnswers:
 
     def _played(self, position: int, body: bytes) -> None:
         self.played.add(position)
+        if self.repeat and self.interactions[position].request.extended is not None:
+            self._digests.add((*self._route_of(position), hashlib.blake2b(body).digest()))
         self.ever_played.add(position)
         if self._children.get(position):
             self._sent[position] = body
@@ -168,20 +197,32 @@ class RecordedAnswers:
         if position is None:
             position = self._take(self._exact, (*route, body))
         if position is None:
-            position = self._take(self._canonical_index(), (*route, canonical(body)))
+            now = canonical(body)
+            position = self._take(self._canonical_index(), (*route, now))
+            if position is None:
+                likely = self._likely(route)
+                position = next((p for p in likely if self._canonical_of(p) == now), None)
         return position
+
+    def _canonical_of(self, position: int) -> str:
+        return canonical(self.interactions[position].request.body)
 
     def _was_played(self, route: tuple[str, str], body: bytes) -> bool:
         """Whether `body` is a request of this round that was already answered (not a changed one)."""
         now = canonical(body)
-        return any(
-            self._route_of(p) == route and canonical(self.interactions[p].request.body) == now
-            for p in self.played
+        return (
+            any(
+                self._route_of(p) == route and self._canonical_of(p) == now
+                for p in self.played
+                if self.interactions[p].request.extended is None
+            )
+            or (*route, hashlib.blake2b(body).digest()) in self._digests
         )
 
     def _new_round(self) -> None:
         """Every interaction may be played again (each round's matching starts afresh)."""
         self.played.clear()
+        self._digests.clear()
         self._sent.clear()
         self._exact.clear()
         self._canonical = None
@@ -205,13 +246,9 @@ class RecordedAnswers:
             )
             return Miss(turn, said, "", body.decode("utf-8", "replace"))
         now = canonical(body)
-        nearest = max(
-            same_route,
-            key=lambda p: (
-                _shared_start(canonical(self.interactions[p].request.body), now),
-                -p,
-            ),
-        )
+        full = [p for p in same_route if self.interactions[p].request.extended is None]
+        candidates = list(dict.fromkeys([*self._likely(route), *full])) or same_route[: self.LIKELY]
+        nearest = max(candidates, key=lambda p: (_shared_start(self._canonical_of(p), now), -p))
         recorded_body = self.interactions[nearest].request.body
         said = describe_difference(recorded_body, body)
         if not waiting:

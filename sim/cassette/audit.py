@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from sim.cassette.conversations import Exchange, HttpFailure, conversations
-from sim.cassette.reader import Cassette, RecordedInteraction
+from sim.cassette.reader import Cassette, RecordedInteraction, RecordedRequest
 from sim.cassette.replay import replayable
 from sim.cassette.scrubbing import credentials_in_body
 from sim.cassette.secrets import SECRET_HEADERS, credentials_in, is_placeholder
 from sim.core.errors import CassetteError, MessageContractError
-from sim.core.messages import AssistantMessage, ChatMessage, ToolMessage, validate_pairing
+from sim.core.messages import AssistantMessage, ChatMessage, RequestPairing, ToolMessage
 
 Severity = Literal["serious", "warning", "info"]
 
@@ -59,6 +60,7 @@ def audit(cassette: Cassette) -> list[Finding]:
                 Finding(interaction.index, "warning", f"not a model call: {request.method} {request.uri}")
             )
     for conversation in conversations(cassette):
+        pairing = RequestPairing()  # each request checked for what it adds to the one before
         for exchange in conversation.exchanges:
             index = exchange.interaction.index
             if exchange.request_problem:
@@ -67,7 +69,7 @@ def audit(cassette: Cassette) -> list[Finding]:
                 )
             else:
                 try:
-                    validate_pairing(_judged(exchange))
+                    pairing.check(_judged(exchange))
                 except MessageContractError as error:
                     findings.append(
                         Finding(index, "serious", f"tool messages not paired with calls: {error}")
@@ -90,7 +92,7 @@ def audit(cassette: Cassette) -> list[Finding]:
     return sorted(findings, key=lambda finding: -1 if finding.interaction is None else finding.interaction)
 
 
-def _judged(exchange: Exchange) -> list[ChatMessage]:
+def _judged(exchange: Exchange) -> Sequence[ChatMessage]:
     """The messages whose pairing can be judged: where the chain goes back to a response not recorded,
     results answering calls that are not shown were paired there (its warning says so)."""
     if not exchange.unknown_start:
@@ -102,8 +104,8 @@ def _judged(exchange: Exchange) -> list[ChatMessage]:
 def _secrets(interaction: RecordedInteraction) -> list[Finding]:
     found = []
     for side, headers, body in (
-        ("request", interaction.request.headers, interaction.request.body or b""),
-        ("response", interaction.response.headers, interaction.response.body),
+        ("request", interaction.request.headers, _searched(interaction.request)),
+        ("response", interaction.response.headers, interaction.response.body.decode("utf-8", "replace")),
     ):
         for name in sorted(set(headers) & SECRET_HEADERS):
             if all(is_placeholder(value) for value in headers[name]):
@@ -114,9 +116,17 @@ def _secrets(interaction: RecordedInteraction) -> list[Finding]:
                 found.append(Finding(interaction.index, "serious", f"{side} header {name} is recorded"))
         kinds = [kind for values in headers.values() for value in values for kind in credentials_in(value)]
         kinds += credentials_in(interaction.request.uri) if side == "request" else []
-        kinds += credentials_in_body(body.decode("utf-8", errors="replace"))
+        kinds += credentials_in_body(body)
         found += [Finding(interaction.index, "serious", f"{kind} in the {side}") for kind in kinds]
     return list(dict.fromkeys(found))
+
+
+def _searched(request: RecordedRequest) -> str:
+    """The request body's text to search: of a compact body that appends items to the one before, only
+    those items (the body they extend was searched), so that a long session is searched once."""
+    if request.appended is not None and request.extended is not None:
+        return f"[{request.extended.add.strip()[1:]}]"
+    return (request.body or b"").decode("utf-8", errors="replace")
 
 
 def _stale(interaction: RecordedInteraction) -> list[Finding]:
@@ -127,7 +137,7 @@ def _stale(interaction: RecordedInteraction) -> list[Finding]:
             Finding(interaction.index, "info", "stale content-encoding: gzip on a body stored decoded")
         )
     for side, headers, size in (
-        ("request", interaction.request.headers, len(interaction.request.body or b"")),
+        ("request", interaction.request.headers, interaction.request.size),
         ("response", response.headers, response.stored_size),
     ):
         stated = (headers.get("content-length") or [""])[0]

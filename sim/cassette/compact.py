@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections import deque
-from collections.abc import Callable, Mapping
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
+
+from sim.core.json_text import loads
 
 LISTS = ("messages", "input")
 """The keys of a conversation's list, per API."""
@@ -87,16 +89,16 @@ def list_end(text: str) -> int | None:
         return None
 
 
-def _appends_items(add: str) -> bool:
-    """Whether `add` is `, item, item...`: list items following an existing one."""
+def appended_items(add: str) -> list[Any] | None:
+    """The items of `add` when it is `, item, item...` (list items following an existing one), else None."""
     stripped = add.strip()
     if not stripped.startswith(","):
-        return False
+        return None
     try:
-        items = json.loads(f"[{stripped[1:]}]")
+        items = loads(f"[{stripped[1:]}]")
     except ValueError:
-        return False
-    return bool(items)
+        return None
+    return items if isinstance(items, list) and items else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +124,7 @@ class Compactor:
             grows = len(text) > len(earlier.head) + len(earlier.tail)
             if grows and text.startswith(earlier.head) and text.endswith(earlier.tail):
                 add = text[len(earlier.head) : len(text) - len(earlier.tail)]
-                if _appends_items(add):
+                if appended_items(add) is not None:
                     frontier.append(_Open(index, earlier.head + add, earlier.tail))
                     return Extension(earlier.index, len(earlier.head), add)
         end = list_end(text)
@@ -137,12 +139,11 @@ def _request(interaction: Any) -> tuple[Mapping[str, Any] | None, Any]:
     return (request, request.get("body")) if isinstance(request, Mapping) else (None, None)
 
 
-def compact_data(data: Mapping[str, Any]) -> dict[str, Any]:
-    """A cassette's data with each request body that extends an earlier one written as an `Extension`,
-    and `compact: true` in its `sim:` block."""
+def compacted(interactions: Iterable[Any]) -> Iterator[Any]:
+    """Interactions as the file writes them, each request body that extends an earlier one written as an
+    `Extension`; one at a time (only the bounded frontier of earlier bodies is held)."""
     compactor = Compactor()
-    interactions = []
-    for index, interaction in enumerate(data.get("interactions") or []):
+    for index, interaction in enumerate(interactions):
         request, body = _request(interaction)
         if request is not None and isinstance(body, str):
             extension = compactor.add(
@@ -150,31 +151,123 @@ def compact_data(data: Mapping[str, Any]) -> dict[str, Any]:
             )
             if extension is not None:
                 interaction = {**interaction, "request": {**request, "body": extension.data()}}
-        interactions.append(interaction)
+        yield interaction
+
+
+def compact_data(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A cassette's data with each request body that extends an earlier one written as an `Extension`,
+    and `compact: true` in its `sim:` block."""
+    interactions = list(compacted(data.get("interactions") or []))
     sim = dict(data.get("sim") or {})
     sim["compact"] = True
     return {**data, "interactions": interactions, "sim": sim}
 
 
+MAX_REBUILT_BYTES = 1024 * 1024 * 1024
+"""The most text all compact bodies of one file may rebuild into, together (a small file of references to
+one big body must not rebuild into gigabytes); readers that need no whole body rebuild none."""
+KEPT_BYTES = 64 * 1024 * 1024
+"""Rebuilt bodies kept for the next ones to extend (the newest first), in characters."""
+
+
+class TooMuchRebuilt(ValueError):
+    """Compact bodies that rebuild into more than `MAX_REBUILT_BYTES` in all."""
+
+    def __init__(self, index: int) -> None:
+        super().__init__(
+            f"interaction {index}: the compact request bodies rebuild to more than"
+            f" {MAX_REBUILT_BYTES // 1024**3} GiB in all"
+        )
+
+
+class Rebuilder:
+    """Rebuilds compact bodies in full from `raw` (an interaction's body as written: text, a reference, or
+    anything else for no text body), keeping the newest rebuilt (bounded) and counting the total; a body
+    whose base was let go is rebuilt again along its chain."""
+
+    def __init__(self, raw: Callable[[int], Any], limit: int = MAX_REBUILT_BYTES) -> None:
+        self._raw = raw
+        self._limit = limit
+        self.total = 0
+        self._kept: OrderedDict[int, str] = OrderedDict()
+        self._kept_size = 0
+
+    def text(self, index: int) -> str:
+        """The full body of interaction `index`; `ValueError` saying what is wrong with a reference, and
+        `TooMuchRebuilt` past the limit."""
+        steps: list[tuple[int, Extension]] = []
+        at_index = index
+        while at_index not in self._kept:
+            body = self._raw(at_index)
+            if isinstance(body, str):
+                self._keep(at_index, body)
+                break
+            if not is_extension(body):
+                raise ValueError(f"it extends interaction {at_index}, whose request has no text body")
+            base, at, add = body.get("extends"), body.get("at"), body.get("add")
+            if not isinstance(base, int) or isinstance(base, bool) or not 0 <= base < at_index:
+                raise ValueError(f"`extends` must name an earlier interaction, not {base!r}")
+            if not isinstance(at, int) or isinstance(at, bool) or not isinstance(add, str):
+                raise ValueError(f"`at` must be an offset in the body of interaction {base}, and `add` text")
+            steps.append((at_index, Extension(base, at, add)))
+            at_index = base
+        text = self._kept[at_index]
+        for built, step in reversed(steps):
+            if not 0 <= step.at <= len(text):
+                raise ValueError(f"`at` must be an offset in the body of interaction {step.base}")
+            text = text[: step.at] + step.add + text[step.at :]
+            self.total += len(text)
+            if self.total > self._limit:
+                raise TooMuchRebuilt(built)
+            self._keep(built, text)
+        return text
+
+    def _keep(self, index: int, text: str) -> None:
+        self._kept[index] = text
+        self._kept.move_to_end(index)
+        self._kept_size += len(text)
+        while self._kept_size > KEPT_BYTES and len(self._kept) > 1:
+            _, dropped = self._kept.popitem(last=False)
+            self._kept_size -= len(dropped)
+
+
+def expanded(interactions: Sequence[Any]) -> Iterator[Any]:
+    """The interactions with every compact body written in full again, one at a time (rebuilt bodies are
+    let go as they are written); `ValueError` naming the interaction when a reference does not resolve,
+    `TooMuchRebuilt` when they rebuild into too much."""
+
+    def raw(index: int) -> Any:
+        return _request(interactions[index])[1]
+
+    rebuilder = Rebuilder(raw)
+    for index, interaction in enumerate(interactions):
+        request, body = _request(interaction)
+        if request is not None and is_extension(body):
+            try:
+                text = rebuilder.text(index)
+            except TooMuchRebuilt:
+                raise
+            except ValueError as error:  # a broken reference, named by the interaction it is in
+                raise ValueError(f"interaction {index}: {error}") from None
+            interaction = {**interaction, "request": {**request, "body": text}}
+        yield interaction
+
+
+def expanded_rest(data: Mapping[str, Any]) -> dict[str, Any]:
+    """What an expanded cassette holds besides its interactions: the `sim:` block without `compact`."""
+    rest = {key: value for key, value in data.items() if key != "interactions"}
+    sim = {key: value for key, value in (data.get("sim") or {}).items() if key != "compact"}
+    if sim:
+        rest["sim"] = sim
+    else:
+        rest.pop("sim", None)
+    return rest
+
+
 def expand_data(data: Mapping[str, Any]) -> dict[str, Any]:
     """A cassette's data with every compact body written in full again (the plain vcrpy form); `ValueError`
     naming the interaction when a reference does not resolve."""
-    bodies: list[Any] = []
-    interactions = []
-    for index, interaction in enumerate(data.get("interactions") or []):
-        request, body = _request(interaction)
-        if request is not None and isinstance(body, Mapping) and "extends" in body:
-            body = resolve(index, body, bodies)
-            interaction = {**interaction, "request": {**request, "body": body}}
-        bodies.append(body)
-        interactions.append(interaction)
-    expanded: dict[str, Any] = {**data, "interactions": interactions}
-    sim = {key: value for key, value in (data.get("sim") or {}).items() if key != "compact"}
-    if sim:
-        expanded["sim"] = sim
-    else:
-        expanded.pop("sim", None)
-    return expanded
+    return {"interactions": list(expanded(data.get("interactions") or [])), **expanded_rest(data)}
 
 
 def checked_reference(
@@ -191,14 +284,3 @@ def checked_reference(
     if not isinstance(at, int) or isinstance(at, bool) or not 0 <= at <= length or not isinstance(add, str):
         raise ValueError(f"`at` must be an offset in the body of interaction {base}, and `add` text")
     return Extension(base, at, add)
-
-
-def resolve(index: int, reference: Mapping[str, Any], bodies: list[Any]) -> str:
-    """The full body a reference stands for, given the bodies of the interactions before it."""
-
-    def length_of(base: int) -> int | None:
-        return len(bodies[base]) if isinstance(bodies[base], str) else None
-
-    checked = checked_reference(index, reference, length_of)
-    text: str = bodies[checked.base]
-    return text[: checked.at] + checked.add + text[checked.at :]

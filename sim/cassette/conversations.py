@@ -1,16 +1,29 @@
 """A cassette's model calls (Chat Completions and the Responses API) read as conversations: each request's
 new messages and the reply it got; a Responses request that names `previous_response_id` continues the
-conversation recorded for that response."""
+conversation recorded for that response.
+
+Reading stays linear in the file however long the session: a compact request that appends items to the
+request before it is read from its items alone, and the requests of a conversation share one growing list
+of messages (`SharedPrefix`), so neither rebuilding bodies nor copying histories costs the session's square.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from sim.adapters.apis import Codec
 from sim.cassette.reader import Cassette, RecordedInteraction
 from sim.core.errors import AgentError
-from sim.core.messages import AssistantMessage, ChatMessage, SystemMessage, ToolCall, ToolMessage
+from sim.core.messages import (
+    AssistantMessage,
+    ChatMessage,
+    SharedPrefix,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+)
 from sim.core.model import ModelReply, ToolSpec
 
 
@@ -32,7 +45,7 @@ class Exchange:
 
     interaction: RecordedInteraction
     codec: Codec
-    messages: list[ChatMessage]
+    messages: Sequence[ChatMessage]
     new_messages: list[ChatMessage]
     tools: tuple[ToolSpec, ...]
     streamed: bool
@@ -57,7 +70,7 @@ class Conversation:
 
     exchanges: list[Exchange] = field(default_factory=list)
 
-    def continued_by(self, messages: list[ChatMessage]) -> tuple[bool, int] | None:
+    def continued_by(self, messages: Sequence[ChatMessage]) -> tuple[bool, int] | None:
         """How well `messages` continue this conversation (its last reply comes next, the length of what
         it repeats), or None when they do not extend it; the system prompt may change (an agent handing
         off to another). A conversation ending in an unreadable request is continued by nothing."""
@@ -70,21 +83,24 @@ class Conversation:
         return carries_reply, len(previous)
 
 
-def _dialogue(messages: list[ChatMessage]) -> list[ChatMessage]:
+def _dialogue(messages: Sequence[ChatMessage]) -> Sequence[ChatMessage]:
     """The messages after a leading system prompt."""
     return messages[1:] if messages and isinstance(messages[0], SystemMessage) else messages
 
 
-def _added(previous: list[ChatMessage], messages: list[ChatMessage]) -> list[ChatMessage]:
+def _added(previous: Sequence[ChatMessage], messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     """What `messages` add to `previous`: the system prompt when it changed, then the new dialogue."""
-    system = messages[:1] if messages and isinstance(messages[0], SystemMessage) else []
-    changed = system if system and system != previous[:1] else []
+    grown = messages.new_since(previous) if isinstance(messages, SharedPrefix) else None
+    if grown is not None:
+        return list(grown)
+    system = list(messages[:1]) if messages and isinstance(messages[0], SystemMessage) else []
+    changed = system if system and system != list(previous[:1]) else []
     return [*changed, *_dialogue(messages)[len(_dialogue(previous)) :]]
 
 
 @dataclass(frozen=True, slots=True)
 class _Request:
-    messages: list[ChatMessage]
+    messages: Sequence[ChatMessage]
     tools: tuple[ToolSpec, ...] = ()
     streamed: bool = False
     problem: str | None = None
@@ -93,31 +109,78 @@ class _Request:
     unknown_start: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class _Replied:
+    """A recorded response's conversation: the request's messages, then the reply (joined only when a
+    request continues it)."""
+
+    messages: Sequence[ChatMessage]
+    reply: AssistantMessage
+    partial: bool
+    """Whether its chain goes back to a response not recorded."""
+
+
+def _appended(
+    interaction: RecordedInteraction, codec: Codec, earlier: dict[int, Exchange], parallel: _ParallelReplies
+) -> _Request | None:
+    """A compact request that appends items to an earlier request read from those items alone: the
+    earlier request's conversation, continued (None when it cannot be read so)."""
+    appended = interaction.request.appended
+    base = earlier.get(id(appended.base)) if appended is not None else None
+    if appended is None or base is None or base.request_problem or base.codec is not codec:
+        return None
+    if not base.messages or isinstance(base.messages[-1], AssistantMessage):
+        return None  # the items might join the assistant turn it ends with: read the request whole
+    try:
+        new = codec.history({codec.conversation: appended.items})
+    except AgentError:
+        return None
+    if any(isinstance(message, SystemMessage) for message in new):
+        return None
+    messages = (
+        SharedPrefix(list(base.messages)) if not isinstance(base.messages, SharedPrefix) else base.messages
+    )
+    return _Request(
+        messages.extended(parallel.regrouped(new)), base.tools, base.streamed, None, base.continues,
+        base.unknown_previous, base.unknown_start,
+    )  # fmt: skip
+
+
 def _request(
     interaction: RecordedInteraction,
     codec: Codec,
-    replied: dict[str, list[ChatMessage]],
-    partial: set[str],
+    replied: dict[str, _Replied],
+    parallel: _ParallelReplies,
 ) -> _Request:
-    """The request's conversation; a chained one is rebuilt from the response it continues (`replied`: the
-    whole conversation each recorded response ended, by id; `partial`: those whose chain goes back to a
-    response not recorded)."""
+    """The request's conversation; a chained one is continued from the response it names (`replied`:
+    each recorded response's conversation, by id)."""
     body = interaction.request.json()
     if not isinstance(body, dict):
         return _Request([], problem="request body is not a JSON object")
     streamed = bool(body.get("stream"))
     try:
-        messages, tools = codec.history(body), codec.tools(body.get("tools"))
+        messages, tools = parallel.regrouped(codec.history(body)), codec.tools(body.get("tools"))
     except AgentError as error:
         return _Request([], streamed=streamed, problem=str(error))
     previous = codec.chained_to(body)
     if previous is None:
-        return _Request(messages, tools, streamed)
+        return _Request(SharedPrefix(messages), tools, streamed)
     system = [m for m in messages[:1] if isinstance(m, SystemMessage)]
-    earlier = [m for m in replied.get(previous, []) if not isinstance(m, SystemMessage)]
-    whole = [*system, *earlier, *messages[len(system) :]]
-    unknown = previous not in replied
-    return _Request(whole, tools, streamed, None, previous, unknown, unknown or previous in partial)
+    found = replied.get(previous)
+    if found is None:
+        return _Request(SharedPrefix(messages), tools, streamed, None, previous, True, True)
+    earlier = found.messages
+    same_system = bool(earlier) and isinstance(earlier[0], SystemMessage) and system == [earlier[0]]
+    if isinstance(earlier, SharedPrefix) and (same_system or (not system and not _has_system(earlier))):
+        whole = earlier.extended([found.reply, *messages[len(system) :]])
+    else:
+        dialogue = [m for m in earlier if not isinstance(m, SystemMessage)]
+        whole = SharedPrefix([*system, *dialogue, found.reply, *messages[len(system) :]])
+    return _Request(whole, tools, streamed, None, previous, False, found.partial)
+
+
+def _has_system(messages: Sequence[ChatMessage]) -> bool:
+    return bool(messages) and isinstance(messages[0], SystemMessage)
 
 
 def _reply(interaction: RecordedInteraction, codec: Codec) -> ModelReply | HttpFailure:
@@ -235,38 +298,57 @@ def conversations(cassette: Cassette) -> list[Conversation]:
     of), so conversations that take turns (concurrent tests, several agents) stay whole; a request that
     cannot be read stands alone."""
     found: list[Conversation] = []
-    replied: dict[str, list[ChatMessage]] = {}
-    partial: set[str] = set()
+    replied: dict[str, _Replied] = {}
     parallel = _ParallelReplies()
+    earlier: dict[int, Exchange] = {}
     for interaction in cassette.interactions:
         codec = interaction.codec
         if codec is None:
             continue
-        request = _request(interaction, codec, replied, partial)
-        messages = parallel.regrouped(request.messages)
+        request = _appended(interaction, codec, earlier, parallel) or _request(
+            interaction, codec, replied, parallel
+        )
+        messages = request.messages
+        conversation = _grown(found, messages) if not request.problem else None
         scored = (
             []
-            if request.problem
+            if request.problem or conversation is not None
             else [(f, i) for i, c in enumerate(found) if (f := c.continued_by(messages))]
         )
         if scored:
             conversation = found[max(scored)[1]]
+        if conversation is not None:
             new = _added(conversation.exchanges[-1].messages, messages)
         else:
             conversation = Conversation()
             found.append(conversation)
-            new = messages
+            new = list(messages)
         reply = _reply(interaction, codec)
-        renamed = _renamed(conversation.exchanges[-1].reply, new) if scored else {}
+        continuing = len(conversation.exchanges) > 0
+        renamed = _renamed(conversation.exchanges[-1].reply, new) if continuing else {}
         exchange = Exchange(
             interaction, codec, messages, new, request.tools, request.streamed, reply,
             request.problem, request.continues, request.unknown_previous, request.unknown_start, renamed,
         )  # fmt: skip
         conversation.exchanges.append(exchange)
+        earlier[id(interaction.request)] = exchange
         if isinstance(reply, ModelReply):
             parallel.add(reply.message)
             if (served := _served_id(interaction, codec)) is not None:
-                replied[served] = [*messages, reply.message]
-                if request.unknown_start:
-                    partial.add(served)
+                replied[served] = _Replied(messages, reply.message, request.unknown_start)
     return found
+
+
+def _grown(found: list[Conversation], messages: Sequence[ChatMessage]) -> Conversation | None:
+    """The conversation whose last request `messages` grew from (sharing its list of messages, with its
+    reply next), found without comparing the histories; None when there is none such."""
+    if not isinstance(messages, SharedPrefix):
+        return None
+    for conversation in reversed(found):
+        last = conversation.exchanges[-1]
+        grown = messages.new_since(last.messages)
+        if grown is not None and grown and not last.request_problem:
+            reply = last.reply
+            if isinstance(reply, ModelReply) and grown[0] == reply.message:
+                return conversation
+    return None

@@ -9,6 +9,7 @@ import gc
 import json
 import re
 import zlib
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,14 @@ from urllib.parse import urlsplit
 import yaml
 
 from sim.adapters.apis import Codec, codec_for
-from sim.cassette.compact import checked_reference
+from sim.cassette.compact import (
+    KEPT_BYTES,
+    MAX_REBUILT_BYTES,
+    TooMuchRebuilt,
+    appended_items,
+    checked_reference,
+    list_end,
+)
 from sim.core.errors import CassetteError
 from sim.core.json_text import loads, require_depth
 from sim.scenario.yaml_source import YamlLoader, YamlTooLarge, check_limits, may_alias, yaml_problem
@@ -115,16 +123,44 @@ def decompress(body: bytes) -> bytes:
     return body
 
 
+class Rebuilds:
+    """The compact bodies of one file rebuilt so far: the newest kept (bounded), the total counted."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.total = 0
+        self._kept: OrderedDict[int, str] = OrderedDict()
+        self._kept_size = 0
+
+    def kept(self, request: RecordedRequest) -> str | None:
+        """The text of `request` if it is kept."""
+        return self._kept.get(id(request))
+
+    def add(self, index: int, request: RecordedRequest, text: str) -> None:
+        """Count a rebuilt body (`CassetteError` past `MAX_REBUILT_BYTES` in all) and keep it."""
+        self.total += len(text)
+        if self.total > MAX_REBUILT_BYTES:
+            raise CassetteError(f"{self.path}: {TooMuchRebuilt(index)}")
+        self._kept[id(request)] = text
+        self._kept_size += len(text)
+        while self._kept_size > KEPT_BYTES and len(self._kept) > 1:
+            _, dropped = self._kept.popitem(last=False)
+            self._kept_size -= len(dropped)
+
+
 @dataclass(frozen=True, slots=True)
 class Extended:
     """A compact request body: the `base` request's body with `add` inserted at character `at`."""
 
+    index: int
+    """The interaction it is the request of."""
     base: RecordedRequest
     at: int
     add: str
     tail: str | None
     """The base body from `at` on, shared along a chain of requests that each append to the one before
     (None when not known without rebuilding the base): what replay matches without rebuilding."""
+    rebuilds: Rebuilds
 
 
 @dataclass(frozen=True)
@@ -143,23 +179,33 @@ class RecordedRequest:
         """The URL path, e.g. `/v1/chat/completions`."""
         return urlsplit(self.uri).path
 
-    @functools.cached_property
+    @property
     def body(self) -> bytes | None:
-        """The body as sent."""
+        """The body as sent (a compact one rebuilt: not kept, ask once)."""
         return self.stored_body if self.extended is None else (self.text or "").encode("utf-8")
 
     @functools.cached_property
+    def _stored_text(self) -> str | None:
+        return None if self.stored_body is None else self.stored_body.decode("utf-8", errors="replace")
+
+    @property
     def text(self) -> str | None:
-        """The body as text, rebuilt once when compact (from the nearest request on its chain whose text
-        is known, so reading requests in order rebuilds each from the one before)."""
+        """The body as text; a compact one rebuilt from the nearest request on its chain whose text is at
+        hand (the newest rebuilt are kept, so reading requests in order rebuilds each from the one
+        before); `CassetteError` when the file's compact bodies rebuild into too much in all."""
         if self.extended is None:
-            return None if self.stored_body is None else self.stored_body.decode("utf-8", errors="replace")
+            return self._stored_text
+        rebuilds = self.extended.rebuilds
         steps: list[Extended] = []
         request: RecordedRequest = self
-        while request.extended is not None and "text" not in request.__dict__:
+        known: str | None = None
+        while request.extended is not None:
+            known = rebuilds.kept(request)
+            if known is not None:
+                break
             steps.append(request.extended)
             request = request.extended.base
-        text = request.text or ""
+        text = known if known is not None else (request.text or "")
         steps.reverse()
         while steps:  # additions that each go right after the one before are joined in one pass
             run = 1
@@ -168,7 +214,35 @@ class RecordedRequest:
             at = steps[0].at
             text = text[:at] + "".join(step.add for step in steps[:run]) + text[at:]
             del steps[:run]
+        rebuilds.add(self.extended.index, self, text)
         return text
+
+    @property
+    def appended(self) -> Appended | None:
+        """What a compact body appends to its base's conversation list (`messages`, `input`), the rest
+        of the body unchanged, as JSON items; None when it is not such an extension (or not compact)."""
+        _ = self.list_end
+        return self.__dict__.get("appended")
+
+    @functools.cached_property
+    def list_end(self) -> int | None:
+        """Where the last item of the body's conversation list ends, when known without rebuilding it
+        (worked out along the chain of requests it extends, once each)."""
+        chain: list[RecordedRequest] = []
+        request: RecordedRequest = self
+        while request.extended is not None and "list_end" not in request.__dict__:
+            chain.append(request)
+            request = request.extended.base
+        end = request.__dict__["list_end"] if request.extended else list_end(request._stored_text or "")
+        for step in reversed(chain):
+            extended = step.extended
+            assert extended is not None
+            items = appended_items(extended.add) if extended.at == end else None
+            step.__dict__["appended"] = None if items is None else Appended(extended.base, items)
+            exact = items is not None and extended.add == extended.add.rstrip()
+            end = extended.at + len(extended.add) if exact else None
+            step.__dict__["list_end"] = end
+        return end
 
     @functools.cached_property
     def characters(self) -> int:
@@ -196,6 +270,15 @@ class RecordedRequest:
     def json(self) -> Any:
         """The body parsed as JSON, or None when it is not JSON."""
         return _json_or_none(self.body)
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    """A compact request that appends items to its base request's conversation list and changes nothing
+    else: readers continue the base's conversation with the items, never rebuilding the body."""
+
+    base: RecordedRequest
+    items: list[Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,9 +392,10 @@ def _read_cassette(path: Path) -> Cassette:
     if not isinstance(data, Mapping) or not isinstance(data.get("interactions"), list):
         raise CassetteError(f"{path}: not a vcrpy cassette (no `interactions` list)")
     interactions: list[RecordedInteraction] = []
+    rebuilds = Rebuilds(path)
     for index, raw in enumerate(data["interactions"]):
         try:
-            interactions.append(_interaction(index, raw, interactions))
+            interactions.append(_interaction(index, raw, interactions, rebuilds))
         except BodyTooLarge as error:
             raise CassetteError(f"{path}: interaction {index}: {error}") from None
         except (KeyError, TypeError, ValueError, OSError, EOFError) as error:
@@ -349,7 +433,9 @@ def _mapping(raw: Any, what: str) -> Mapping[str, Any]:
     return raw
 
 
-def _extended(index: int, reference: Mapping[str, Any], earlier: list[RecordedInteraction]) -> Extended:
+def _extended(
+    index: int, reference: Mapping[str, Any], earlier: list[RecordedInteraction], rebuilds: Rebuilds
+) -> Extended:
     """A compact body's reference, checked: an earlier interaction with a text body, an offset in it."""
 
     def length_of(base: int) -> int | None:
@@ -367,10 +453,12 @@ def _extended(index: int, reference: Mapping[str, Any], earlier: list[RecordedIn
         tail = request.extended.tail
     else:
         tail = None
-    return Extended(request, at, add, tail)
+    return Extended(index, request, at, add, tail, rebuilds)
 
 
-def _interaction(index: int, raw: Any, earlier: list[RecordedInteraction]) -> RecordedInteraction:
+def _interaction(
+    index: int, raw: Any, earlier: list[RecordedInteraction], rebuilds: Rebuilds
+) -> RecordedInteraction:
     raw = _mapping(raw, "interactions[]")
     request = _mapping(raw.get("request"), "request")
     response = _mapping(raw.get("response"), "response")
@@ -379,7 +467,8 @@ def _interaction(index: int, raw: Any, earlier: list[RecordedInteraction]) -> Re
     body = request.get("body")
     if "parsed_body" in request:
         body = request["parsed_body"]
-    extended = _extended(index, body, earlier) if isinstance(body, Mapping) and "extends" in body else None
+    compact = isinstance(body, Mapping) and "extends" in body
+    extended = _extended(index, body, earlier, rebuilds) if compact and isinstance(body, Mapping) else None
     status = response.get("status", {})
     response_body = (
         _body_bytes(response["parsed_body"] if "parsed_body" in response else response.get("body")) or b""

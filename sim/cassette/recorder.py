@@ -1,8 +1,10 @@
-"""Recording a live run with vcrpy: every HTTP interaction, then the whole session written at once."""
+"""Recording a live run with vcrpy: each HTTP interaction into the journal as it finishes, then the
+cassette written from the journal, atomically, with the session's `sim:` block."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -11,28 +13,54 @@ import vcr
 from vcr.persisters.filesystem import CassetteNotFoundError
 
 from sim.adapters.apis import Api
+from sim.cassette.journal import Journal
 from sim.cassette.secrets import SECRET_HEADERS
 from sim.cassette.session import RecordedSession, RecordedTool, echoed_results
-from sim.cassette.writer import exchanges_from_vcr, write_cassette
+from sim.cassette.writer import exchange_from_vcr
 from sim.core.calls import CallRef, keyed
 from sim.core.events import RunEvent, ToolCallFinished
 from sim.core.loop import AgentRunner, RunEnding
 from sim.core.tools import ToolResult
 
 
-class MemoryPersister:
-    """A vcrpy persister that loads nothing and keeps what vcrpy saves in memory."""
-
-    def __init__(self) -> None:
-        self.saved: Mapping[str, Any] | None = None
+class FreshStart:
+    """A vcrpy persister that loads nothing (a recording starts empty) and saves nothing (the journal
+    holds what was recorded)."""
 
     def load_cassette(self, cassette_path: str, serializer: Any) -> Any:
-        """Nothing is loaded: a recording starts empty."""
+        """Nothing is loaded."""
         raise CassetteNotFoundError()
 
     def save_cassette(self, cassette_path: str, cassette_dict: Mapping[str, Any], serializer: Any) -> None:
-        """Keep the interactions; sim writes the file itself."""
-        self.saved = cassette_dict
+        """Nothing is saved."""
+
+
+class _Largest:
+    """The largest request body so far: a run's history only grows, so it holds every echoed result."""
+
+    def __init__(self) -> None:
+        self.body: bytes | None = None
+
+    def see(self, body: bytes | None) -> None:
+        if body is not None and len(body) > len(self.body or b""):
+            self.body = body
+
+
+def journaled(cassette: Any, journal: Journal, largest: _Largest) -> None:
+    """Make vcrpy's `cassette` hand each interaction it records (its filters applied) to `journal` instead
+    of keeping it until the end."""
+    keep = cassette.append
+    seq = itertools.count()
+
+    def append(request: Any, response: Any) -> None:
+        keep(request, response)
+        while cassette.data:
+            exchange = exchange_from_vcr(*cassette.data.pop(0))
+            largest.see(exchange.request_body)
+            journal.append(next(seq), exchange)
+        cassette.dirty = False
+
+    cassette.append = append
 
 
 def recording_vcr(persister: Any, record_mode: str = "all") -> vcr.VCR:
@@ -63,7 +91,8 @@ def record_run(
     """Run `prompt` on `runner` while vcrpy records; then write the cassette, atomically.
 
     A run that raises an `AgentError` is recorded too (its outcome is in the `sim:` block); anything else
-    (a crash, Ctrl-C) leaves no file, or the previous one untouched.
+    (a crash, Ctrl-C) leaves the cassette as it was and the exchanges that finished in its journal
+    (`sim recover`), when there were any.
     """
     results: dict[CallRef, ToolResult] = {}
     watching = runner.observer
@@ -75,14 +104,20 @@ def record_run(
             watching(event)
 
     runner.observer = observe
-    persister = MemoryPersister()
+    journal = Journal(path, secrets)
+    largest = _Largest()
     try:
-        with recording_vcr(persister).use_cassette(str(path)):
+        with recording_vcr(FreshStart()).use_cassette(str(path)) as cassette:
+            journaled(cassette, journal, largest)
             ending = asyncio.run(runner.run_to_end(prompt))
+    except BaseException:
+        journal.close()
+        if not journal.count:
+            journal.path.unlink(missing_ok=True)
+        raise
     finally:
         runner.observer = watching
-    exchanges = exchanges_from_vcr(persister.saved or {"requests": [], "responses": []})
-    echoed = echoed_results((exchange.request_body for exchange in exchanges), api)
+    echoed = echoed_results([largest.body], api)
     named = keyed({call: call for call in results})  # `id@turn` wherever the run reused an id
     session = RecordedSession(
         prompt=prompt,
@@ -103,5 +138,5 @@ def record_run(
         error=str(ending.error) if ending.error else None,
         tool_results={key: results[call] for key, call in named.items() if call not in echoed},
     )
-    write_cassette(path, exchanges, sim=session.model_dump(mode="json"), secrets=secrets, compact=compact)
+    journal.finish(sim=session.model_dump(mode="json"), compact=compact)
     return ending

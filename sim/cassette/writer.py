@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from sim.cassette.compact import compact_data
+from sim.cassette.compact import compacted
 from sim.cassette.reader import decompress
 from sim.cassette.scrubbing import Scrubber, is_event_stream_text
 from sim.cassette.secrets import SECRET_HEADERS, STALE_HEADERS
@@ -34,27 +34,26 @@ class Exchange:
     response_body: bytes
 
 
+def exchange_from_vcr(request: Any, response: Mapping[str, Any]) -> Exchange:
+    """One interaction as vcrpy captured it: its `Request` and its response as a dict."""
+    body = request.body
+    status = response.get("status", {})
+    return Exchange(
+        method=request.method,
+        uri=request.uri,
+        request_headers={str(k): [str(v)] for k, v in request.headers.items()},
+        request_body=body.encode() if isinstance(body, str) else body,
+        status=int(status.get("code", 200)),
+        reason=str(status.get("message", "")),
+        response_headers={str(k): [str(v) for v in vs] for k, vs in response.get("headers", {}).items()},
+        response_body=_bytes(response.get("body", {}).get("string", b"")),
+    )
+
+
 def exchanges_from_vcr(cassette_dict: Mapping[str, Any]) -> list[Exchange]:
     """The interactions vcrpy captured (its `{"requests": [...], "responses": [...]}`)."""
-    exchanges = []
-    for request, response in zip(cassette_dict["requests"], cassette_dict["responses"], strict=True):
-        body = request.body
-        status = response.get("status", {})
-        exchanges.append(
-            Exchange(
-                method=request.method,
-                uri=request.uri,
-                request_headers={str(k): [str(v)] for k, v in request.headers.items()},
-                request_body=body.encode() if isinstance(body, str) else body,
-                status=int(status.get("code", 200)),
-                reason=str(status.get("message", "")),
-                response_headers={
-                    str(k): [str(v) for v in vs] for k, vs in response.get("headers", {}).items()
-                },
-                response_body=_bytes(response.get("body", {}).get("string", b"")),
-            )
-        )
-    return exchanges
+    pairs = zip(cassette_dict["requests"], cassette_dict["responses"], strict=True)
+    return [exchange_from_vcr(request, response) for request, response in pairs]
 
 
 def _bytes(value: Any) -> bytes:
@@ -120,32 +119,38 @@ def _headers(headers: Mapping[str, list[str]], scrubber: Scrubber) -> dict[str, 
     return kept
 
 
+def interaction_data(exchange: Exchange, scrubber: Scrubber) -> dict[str, Any]:
+    """One exchange as the file writes it: vcrpy's layout, bodies readable, secrets gone; `ValueError` or
+    `OSError` when a body cannot be written."""
+    request: dict[str, Any] = {
+        "body": None if exchange.request_body is None else readable(exchange.request_body, scrubber),
+        "headers": _headers(exchange.request_headers, scrubber),
+        "method": exchange.method,
+        "uri": scrubber.text(exchange.uri),
+    }
+    kind = _content_type(exchange.response_headers)
+    response = {
+        "body": {"string": readable(exchange.response_body, scrubber, kind)},
+        "headers": _headers(exchange.response_headers, scrubber),
+        "status": {"code": exchange.status, "message": exchange.reason},
+    }
+    return {"request": request, "response": response}
+
+
+def _interactions(exchanges: Iterable[Exchange], scrubber: Scrubber) -> Iterator[dict[str, Any]]:
+    for number, exchange in enumerate(exchanges):
+        try:
+            yield interaction_data(exchange, scrubber)
+        except (ValueError, OSError) as error:
+            raise CassetteError(f"interaction {number}: cannot be written: {error}") from None
+
+
 def cassette_data(
     exchanges: Iterable[Exchange], *, sim: Mapping[str, Any] | None, secrets: tuple[str, ...]
 ) -> dict[str, Any]:
     """The cassette as data: vcrpy's layout, bodies readable, secrets gone, and the `sim:` block if any."""
     scrubber = Scrubber(secrets)
-    interactions = []
-    for number, exchange in enumerate(exchanges):
-        try:
-            request: dict[str, Any] = {
-                "body": None if exchange.request_body is None else readable(exchange.request_body, scrubber),
-                "headers": _headers(exchange.request_headers, scrubber),
-                "method": exchange.method,
-                "uri": scrubber.text(exchange.uri),
-            }
-            kind = ",".join(
-                v for k, vs in exchange.response_headers.items() if k.lower() == "content-type" for v in vs
-            )
-            response = {
-                "body": {"string": readable(exchange.response_body, scrubber, kind)},
-                "headers": _headers(exchange.response_headers, scrubber),
-                "status": {"code": exchange.status, "message": exchange.reason},
-            }
-        except (ValueError, OSError) as error:
-            raise CassetteError(f"interaction {number}: cannot be written: {error}") from None
-        interactions.append({"request": request, "response": response})
-    data: dict[str, Any] = {"interactions": interactions}
+    data: dict[str, Any] = {"interactions": list(_interactions(exchanges, scrubber))}
     if sim is not None:
         data["sim"] = scrubber.value(dict(sim))
     data["version"] = 1
@@ -182,20 +187,55 @@ def _umask() -> int:
     return current
 
 
+def _temporary_beside(path: Path) -> tuple[int, str]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+
+
+def _replace(temporary: str, path: Path) -> None:
+    os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; a cassette is an ordinary file
+    os.replace(temporary, path)
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Write `text` to a temporary file beside `path`, then rename it over `path`: all or nothing."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    write_pieces(path, [text])
+
+
+def write_pieces(path: Path, pieces: Iterable[str], *, refuse: Callable[[str], bool] | None = None) -> int:
+    """Write `pieces` one after the other into a temporary file beside `path`, then rename it over `path`:
+    all or nothing, holding one piece at a time. `CassetteError` (and no file) when `refuse` says a piece
+    must not be written. The number of bytes written."""
+    handle, temporary = _temporary_beside(path)
+    written = 0
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
+            for piece in pieces:
+                if refuse is not None and refuse(piece):
+                    raise CassetteError(f"{path}: refusing to write a cassette that still holds a secret")
+                written += file.write(piece)
             file.flush()
             os.fsync(file.fileno())
-        os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; a cassette is an ordinary file
-        os.replace(temporary, path)
+        _replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+    return written
+
+
+def cassette_pieces(interactions: Iterable[Mapping[str, Any]], rest: Mapping[str, Any]) -> Iterator[str]:
+    """A cassette's YAML text an interaction at a time, then the `rest` of its keys (`sim`, `version`): the
+    same text as `to_yaml` of the whole data (but for an optional end-of-document mark)."""
+    empty = True
+    for interaction in interactions:
+        if empty:
+            yield "interactions:\n"
+            empty = False
+        piece = to_yaml({"interactions": [interaction]}).removeprefix("interactions:\n")
+        yield piece.removesuffix("...\n")  # the end-of-document mark after a `|+` text ends the file only
+    if empty:
+        yield "interactions: []\n"
+    yield to_yaml(dict(rest))
 
 
 def write_cassette(
@@ -206,10 +246,18 @@ def write_cassette(
     secrets: tuple[str, ...],
     compact: bool = False,
 ) -> None:
-    """Write a cassette atomically (`compact`: request bodies that extend earlier ones as references);
-    `CassetteError` (and no file) if a known secret would be written."""
-    data = cassette_data(exchanges, sim=sim, secrets=secrets)
-    text = to_yaml(compact_data(data) if compact else data)
-    if Scrubber(secrets).holds_secret(text):
-        raise CassetteError(f"{path}: refusing to write a cassette that still holds a secret")
-    write_atomically(path, text)
+    """Write a cassette atomically, an exchange at a time (`compact`: request bodies that extend earlier
+    ones as references); `CassetteError` (and no file) if a known secret would be written."""
+    scrubber = Scrubber(secrets)
+    interactions: Iterable[dict[str, Any]] = _interactions(exchanges, scrubber)
+    block = None if sim is None else scrubber.value(dict(sim))
+    if compact:
+        interactions = compacted(interactions)
+        block = {**(block or {}), "compact": True}
+    pieces = cassette_pieces(interactions, written_rest(block))
+    write_pieces(path, pieces, refuse=scrubber.holds_secret)
+
+
+def written_rest(sim: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What sim writes after a cassette's interactions: its `sim:` block, if any, and vcrpy's version."""
+    return {"sim": sim, "version": 1} if sim is not None else {"version": 1}

@@ -185,11 +185,70 @@ class HistoryView(Sequence[ChatMessage]):
         return None
 
 
+class SharedPrefix(Sequence[ChatMessage]):
+    """The first `length` messages of a list that only grows, shared by histories that each extend the one
+    before (a recorded session's requests): a view, so that a session of n requests holds n views of one
+    list, not n copies of a growing one."""
+
+    __slots__ = ("_length", "_messages")
+
+    def __init__(self, messages: list[ChatMessage], length: int | None = None) -> None:
+        self._messages = messages
+        self._length = len(messages) if length is None else length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> ChatMessage: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[ChatMessage]: ...
+    def __getitem__(self, index: int | slice) -> ChatMessage | Sequence[ChatMessage]:
+        if isinstance(index, slice):
+            return self._messages[slice(*index.indices(self._length))]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("message index out of range")
+        return self._messages[index]
+
+    def __iter__(self) -> Iterator[ChatMessage]:
+        return itertools.islice(self._messages, self._length)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(other) == self._length and all(a == b for a, b in zip(self, other, strict=False))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"SharedPrefix({list(self)!r})"
+
+    def extended(self, more: Iterable[ChatMessage]) -> SharedPrefix:
+        """These messages, then `more`: the shared list grows in place when nothing extended this view
+        before (else the view is copied once)."""
+        if self._length == len(self._messages):
+            self._messages.extend(more)
+            return SharedPrefix(self._messages)
+        return SharedPrefix([*self, *more])
+
+    def new_since(self, earlier: Sequence[ChatMessage]) -> Sequence[ChatMessage] | None:
+        """The messages added after `earlier`, when this view extends it; None when it does not."""
+        if (
+            isinstance(earlier, SharedPrefix)
+            and earlier._messages is self._messages
+            and earlier._length <= self._length
+        ):
+            return self._messages[earlier._length : self._length]
+        return None
+
+
 class RequestPairing:
     """Checks the pairing of each request's messages, as the API does before answering.
 
-    A request whose messages extend the previous request's (a growing `HistoryView`) costs only
-    its new messages; any other request is checked whole.
+    A request whose messages extend the previous request's (a growing `HistoryView` or `SharedPrefix`)
+    costs only its new messages; any other request is checked whole.
     """
 
     __slots__ = ("_checked", "_checker")
@@ -200,7 +259,7 @@ class RequestPairing:
 
     def check(self, messages: Sequence[ChatMessage]) -> None:
         """Raise `MessageContractError` unless every tool call in `messages` has exactly one result."""
-        new = messages.new_since(self._checked) if isinstance(messages, HistoryView) else None
+        new = messages.new_since(self._checked) if isinstance(messages, (HistoryView, SharedPrefix)) else None
         if new is None:
             self._checker = PairingChecker()
             new = messages

@@ -1,14 +1,16 @@
 """`RecordingProxy`: `sim proxy`, an OpenAI-compatible endpoint that forwards every request to the real
-upstream with the upstream key, streams each response back chunk by chunk as it arrives, and keeps each
-finished exchange for the cassette (written by `sim record`'s writer: readable, scrubbed, atomic)."""
+upstream with the upstream key, streams each response back chunk by chunk as it arrives, and appends each
+finished exchange to the recording's journal (scrubbed, fsynced), from which the cassette is written at the
+end, as `sim record` writes it."""
 
 from __future__ import annotations
 
+import itertools
 import posixpath
 import time
 from collections.abc import AsyncIterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 import httpx2
@@ -17,8 +19,9 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from sim.cassette.journal import Journal
 from sim.cassette.secrets import SECRET_HEADERS
-from sim.cassette.writer import Exchange, write_cassette
+from sim.cassette.writer import Exchange
 from sim.server.serve import ConnectionAborted
 from sim.server.simulator import api_error
 
@@ -105,14 +108,16 @@ class RecordingProxy:
     """Forwards to `upstream` (a base URL such as `https://api.openai.com/v1`) and records what passed.
 
     Clients use the proxy's `/v1` as their base URL; `/v1/chat/completions` goes to
-    `{upstream}/chat/completions`. Exchanges are kept in the order their requests arrived; one whose
-    response did not finish (the client went away, the upstream failed) is not kept.
+    `{upstream}/chat/completions`. Each exchange is written to `journal` as it finishes (by one writer
+    thread, so that no client waits for the disk), numbered in the order its request arrived, which the
+    cassette keeps; one whose response did not finish (the client went away, the upstream failed) is not.
     """
 
     def __init__(
         self,
         upstream: Upstream,
         credentials: Mapping[str, str],
+        journal: Journal,
         *,
         prefix: str = "/v1",
         timeout: float = UPSTREAM_TIMEOUT,
@@ -123,20 +128,18 @@ class RecordingProxy:
         if upstream.azure and "authorization" in self.credentials:
             self.credentials["api-key"] = self.credentials["authorization"].removeprefix("Bearer ")
         self.prefix = prefix
-        self.exchanges: list[Exchange | None] = []
+        self.journal = journal
+        self._arrived = itertools.count()
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sim-journal")
         self.failures: list[str] = []
         self.client = httpx2.AsyncClient(timeout=httpx2.Timeout(timeout, connect=15), follow_redirects=False)
         self.app = Starlette(routes=[Route("/{path:path}", self._forward, methods=_METHODS)])
 
-    def recorded(self) -> list[Exchange]:
-        """The finished exchanges, in the order their requests arrived."""
-        return [exchange for exchange in self.exchanges if exchange is not None]
-
-    def write(self, path: Path, secrets: tuple[str, ...]) -> int:
-        """Write the finished exchanges into `path`, atomically; how many."""
-        exchanges = self.recorded()
-        write_cassette(path, exchanges, sim=None, secrets=secrets)
-        return len(exchanges)
+    def finish(self, *, compact: bool = False) -> int:
+        """Wait for the exchanges being written, then write the cassette from the journal; how many
+        exchanges it holds (0: nothing finished, and nothing is written)."""
+        self._writer.shutdown(wait=True)
+        return self.journal.finish(compact=compact)
 
     async def _forward(self, request: Request) -> Response:
         raw = request.scope.get("raw_path", b"").decode("latin-1").split("?", 1)[0] or request.url.path
@@ -150,8 +153,7 @@ class RecordingProxy:
         body = await request.body()
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _REQUEST_DROPPED}
         headers.update(self.credentials)
-        slot = len(self.exchanges)
-        self.exchanges.append(None)
+        seq = next(self._arrived)
         outgoing = self.client.build_request(request.method, target, headers=headers, content=body)
         try:
             upstream = await self.client.send(outgoing, stream=True)
@@ -173,7 +175,7 @@ class RecordingProxy:
                 raise UpstreamBrokeOff(str(error)) from None
             finally:
                 await upstream.aclose()
-            self.exchanges[slot] = Exchange(
+            exchange = Exchange(
                 method=request.method,
                 uri=shown,
                 request_headers={k: [v] for k, v in headers.items()},
@@ -183,6 +185,8 @@ class RecordingProxy:
                 response_headers={k: [v] for k, v in response_headers.items()},
                 response_body=b"".join(pieces),
             )
+            del pieces
+            self._writer.submit(self.journal.append, seq, exchange)
 
         return StreamingResponse(relay(), status_code=upstream.status_code, headers=response_headers)
 

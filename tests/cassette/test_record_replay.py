@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from sim.cassette.reader import read_cassette
 from sim.cassette.replay import replay_cassette
 from tests.corpus import needs_corpus, real_cassettes
 
@@ -133,6 +135,47 @@ def test_killing_the_recorder_mid_session_leaves_no_partial_file(
     assert (
         not [p for p in (tmp_path / "out").glob("*") if p != cassette] if cassette.parent.exists() else True
     )
+
+
+def test_killing_the_recorder_keeps_each_finished_exchange_for_sim_recover(tmp_path: Path) -> None:
+    slow = tmp_path / "slow.yaml"
+    slow.write_text(
+        "prompt: p\nreplies:\n"
+        "  - tool_calls: [{id: call_1, name: shell, arguments: {command: echo one}}]\n"
+        "  - tool_calls: [{id: call_2, name: shell, arguments: {command: echo two}}]\n"
+        "  - content: too late\n    latency: {first_byte: 30}\n"
+    )
+    cassette = tmp_path / "session.yaml"
+    journal = tmp_path / "session.yaml.journal"
+    with served(slow) as base_url:
+        recorder = subprocess.Popen(
+            [*SIM, "record", str(cassette), "--prompt", "p", "--approve", "always", "--stream",
+             "--workspace", str(tmp_path)],
+            env=environment(base_url), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (
+            not journal.exists() or len(journal.read_text().splitlines()) < 3
+        ):
+            time.sleep(0.05)  # two turns answered; the third waits on the slow reply
+        recorder.kill()
+        recorder.wait(timeout=10)
+        again = record(base_url, cassette, tmp_path, "p")
+    assert not cassette.exists()
+    text = journal.read_text()
+    assert len(text.splitlines()) == 3
+    for secret in (KEY, ORG, PROJECT):
+        assert secret not in text
+    assert again.returncode == 1 and f"sim recover {journal}" in again.stderr
+    done = subprocess.run([*SIM, "recover", str(journal), "--compact"], capture_output=True, text=True,
+                          timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert not journal.exists()
+    interactions = read_cassette(cassette).interactions
+    assert len(interactions) == 2 and interactions[1].request.extended is not None
+    assert b"call_2" in interactions[1].response.body
+    sent = json.loads(interactions[1].request.body or b"")["messages"]
+    assert sent[-1] == {"role": "tool", "tool_call_id": "call_1", "content": "one"}
 
 
 def test_replay_runs_no_command(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -194,6 +194,41 @@ def test_sigterm_mid_stream_writes_only_whole_exchanges_and_sigkill_writes_nothi
         assert_no_secret(cassette)
 
 
+def test_each_exchange_reaches_the_journal_as_it_finishes_and_survives_sigkill(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.yaml"
+    journal = tmp_path / "c.yaml.journal"
+    body = {"model": "m", "messages": [{"role": "user", "content": f"Is {MARKED_KEY} mine?"}]}
+    with served(WEATHER, "--cycle") as (_, upstream_url):
+        with proxying(cassette, upstream_url) as (proxy, proxy_url):
+            for n in range(3):
+                asked = {**body, "stream": n == 1}
+                assert httpx2.post(f"{proxy_url}/chat/completions", json=asked, timeout=30).status_code == 200
+            deadline = time.monotonic() + 10
+            while len(journal.read_text().splitlines()) < 4 and time.monotonic() < deadline:
+                time.sleep(0.05)  # written by the proxy's writer thread, after the answer went out
+            assert len(journal.read_text().splitlines()) == 4  # its first line, then one per exchange
+            assert_no_secret(journal)
+            proxy.kill()  # nothing gets to run at the end
+            proxy.wait(timeout=20)
+        assert not cassette.exists()
+        again = subprocess.run(
+            [*SIM, "proxy", str(cassette), "--upstream", upstream_url, "--port", "0"],
+            env=proxy_environment(), capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    assert again.returncode == 2
+    assert f"sim recover {journal}" in again.stderr and len(again.stderr.strip().splitlines()) == 1
+    done = subprocess.run(
+        [*SIM, "recover", str(journal)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"recovered 3 exchanges into {cassette}"
+    assert not journal.exists()
+    interactions = read_cassette(cassette).interactions
+    assert [i.response.is_event_stream for i in interactions] == [False, True, False]
+    assert all(i.response.status == 200 for i in interactions)
+    assert_no_secret(cassette)
+
+
 KEY_SPOKEN = f"""
 name: spoken key
 description: the model spells out the upstream key and the organization id, in a streamed answer

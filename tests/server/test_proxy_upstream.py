@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import httpx2
 import pytest
 
+from sim.cassette.journal import Journal
+from sim.cassette.reader import read_cassette
 from sim.server.proxy import RecordingProxy, Upstream, contained
 from tests.server.processes import SIM
 
@@ -19,17 +22,31 @@ KEY = "sk-upstream-REAL-key-0123456789"
 QUERY_SECRET = "azure-query-secret-ABCDEF123456"
 
 
+def recording(upstream: str, cassette: Path) -> RecordingProxy:
+    """A proxy to `upstream` that records into `cassette`."""
+    return RecordingProxy(
+        Upstream.parse(upstream), {"authorization": f"Bearer {KEY}"}, Journal(cassette, (KEY,))
+    )
+
+
+def recorded_uris(proxy: RecordingProxy) -> list[str]:
+    """The URIs of the exchanges the proxy wrote, once it finished."""
+    proxy.finish()
+    return [interaction.request.uri for interaction in read_cassette(proxy.journal.cassette).interactions]
+
+
 def proxied(
-    upstream: str, method: str, path: str, **options: Any
+    folder: Path, upstream: str, method: str, path: str, **options: Any
 ) -> tuple[RecordingProxy, list[httpx2.Request], httpx2.Response]:
-    """One request through a proxy to `upstream`, which answers every request with a small JSON body."""
+    """One request through a proxy to `upstream`, which answers every request with a small JSON body; it
+    records into a cassette in `folder`."""
     seen: list[httpx2.Request] = []
 
     def answer(request: httpx2.Request) -> httpx2.Response:
         seen.append(request)
         return httpx2.Response(200, json={"ok": True})
 
-    proxy = RecordingProxy(Upstream.parse(upstream), {"authorization": f"Bearer {KEY}"})
+    proxy = recording(upstream, folder / "cassette.yaml")
     proxy.client = httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
 
     async def send() -> httpx2.Response:
@@ -42,9 +59,11 @@ def proxied(
     return proxy, seen, asyncio.run(send())
 
 
-def test_an_azure_style_upstream_keeps_its_query_and_joins_paths() -> None:
+def test_an_azure_style_upstream_keeps_its_query_and_joins_paths(tmp_path: Path) -> None:
     upstream = "https://example.openai.azure.com/openai/v1?api-version=preview"
-    proxy, seen, response = proxied(upstream, "POST", "/v1/chat/completions?extra=1", json={"model": "m"})
+    proxy, seen, response = proxied(
+        tmp_path, upstream, "POST", "/v1/chat/completions?extra=1", json={"model": "m"}
+    )
     assert response.status_code == 200
     (request,) = seen
     assert (
@@ -52,22 +71,20 @@ def test_an_azure_style_upstream_keeps_its_query_and_joins_paths() -> None:
         == "https://example.openai.azure.com/openai/v1/chat/completions?api-version=preview&extra=1"
     )
     assert request.headers["api-key"] == KEY and request.headers["authorization"] == f"Bearer {KEY}"
-    (exchange,) = proxy.recorded()
-    assert exchange.uri == str(request.url)
+    assert recorded_uris(proxy) == [str(request.url)]
 
 
-def test_a_credential_in_the_upstreams_query_is_sent_but_never_shown_or_recorded() -> None:
+def test_a_credential_in_the_upstreams_query_is_sent_but_never_shown_or_recorded(tmp_path: Path) -> None:
     upstream = f"https://llm.example.com/v1?key={QUERY_SECRET}&api-version=1"
-    proxy, seen, _ = proxied(upstream, "POST", "/v1/chat/completions", json={"model": "m"})
+    proxy, seen, _ = proxied(tmp_path, upstream, "POST", "/v1/chat/completions", json={"model": "m"})
     assert seen[0].url.params["key"] == QUERY_SECRET  # the upstream needs it
-    assert QUERY_SECRET not in proxy.recorded()[0].uri and "key=***" in proxy.recorded()[0].uri
+    (uri,) = recorded_uris(proxy)
+    assert QUERY_SECRET not in uri and "key=***" in uri
     assert QUERY_SECRET not in str(Upstream.parse(upstream))
 
 
-def test_an_unreachable_upstream_says_so_without_its_credentials() -> None:
-    proxy = RecordingProxy(
-        Upstream.parse(f"http://127.0.0.1:9/v1?key={QUERY_SECRET}"), {"authorization": f"Bearer {KEY}"}
-    )
+def test_an_unreachable_upstream_says_so_without_its_credentials(tmp_path: Path) -> None:
+    proxy = recording(f"http://127.0.0.1:9/v1?key={QUERY_SECRET}", tmp_path / "c.yaml")
 
     async def send() -> httpx2.Response:
         transport = httpx2.ASGITransport(app=proxy.app)
@@ -84,8 +101,10 @@ def test_an_unreachable_upstream_says_so_without_its_credentials() -> None:
     ["/v1/%2e%2e/%2e%2e/admin", "/v1/%2E%2E/admin", "/v1/chat/%252e%252e/%252e%252e/admin",
      "/v1/%2e/%2e%2e/admin", "/v1/..%5c..%5cadmin"],
 )  # fmt: skip
-def test_a_path_that_leaves_the_upstreams_base_is_refused_and_not_forwarded(path: str) -> None:
-    _, seen, response = proxied("https://api.example.com/openai/v1", "GET", path)
+def test_a_path_that_leaves_the_upstreams_base_is_refused_and_not_forwarded(
+    path: str, tmp_path: Path
+) -> None:
+    _, seen, response = proxied(tmp_path, "https://api.example.com/openai/v1", "GET", path)
     assert response.status_code == 400 and response.json()["error"]["code"] == "sim_path_refused"
     assert seen == []
 
@@ -121,7 +140,8 @@ def test_bodies_that_are_not_text_are_kept_as_they_came_and_lose_nothing_else(tm
         "/v1/images/raw": httpx2.Response(200, content=image, headers={"content-type": "image/png"}),
         "/v1/models": httpx2.Response(200, json={"object": "list", "data": []}),
     }
-    proxy = RecordingProxy(Upstream.parse("https://api.example.com/v1"), {"authorization": f"Bearer {KEY}"})
+    cassette = tmp_path / "binary.yaml"
+    proxy = recording("https://api.example.com/v1", cassette)
     proxy.client = httpx2.AsyncClient(
         transport=httpx2.MockTransport(lambda request: answers[request.url.path])
     )
@@ -134,8 +154,7 @@ def test_bodies_that_are_not_text_are_kept_as_they_came_and_lose_nothing_else(tm
 
     paths = ["/v1/models", "/v1/audio/speech", "/v1/images/raw", "/v1/models"]
     asyncio.run(through(proxy.app, paths))
-    cassette = tmp_path / "binary.yaml"
-    assert proxy.write(cassette, (KEY,)) == 4  # nothing lost
+    assert proxy.finish() == 4  # nothing lost
     assert KEY not in cassette.read_text()
     served = asyncio.run(through(CassetteServer(read_cassette(cassette)).app, paths))
     assert [r.status_code for r in served] == [200] * 4
