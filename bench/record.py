@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from replay import scenario  # noqa: E402  (bench scripts are run by path)
+from replay import scenario
 
 
 def record(turns: int, api: str, folder: Path, source: Path | None) -> tuple[float, float, float]:

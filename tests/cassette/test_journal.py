@@ -150,7 +150,8 @@ def test_recover_refuses_an_existing_cassette_and_a_damaged_journal_in_one_line(
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert done.returncode == 1
-    assert done.stderr.count("\n") == 1 and "exchange 1" in done.stderr and "must name an earlier" in done.stderr
+    assert done.stderr.count("\n") == 1 and "exchange 1" in done.stderr
+    assert "must name an earlier" in done.stderr
     assert not (tmp_path / "new.yaml").exists() and journal.exists()
     journal.write_text('{"not": "a journal"}\n')
     with pytest.raises(CassetteError, match=r"c\.yaml\.journal:1: not a sim recording journal"):
