@@ -85,7 +85,7 @@ def list_end(text: str) -> int | None:
                 position += 1
             elif text[position : position + 1] != "}":
                 return None
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 
@@ -96,7 +96,7 @@ def appended_items(add: str) -> list[Any] | None:
         return None
     try:
         items = loads(f"[{stripped[1:]}]")
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return items if isinstance(items, list) and items else None
 
