@@ -23,6 +23,8 @@ from sim.testing.invariants import Violation
 from sim.testing.replies import Profile
 from sim.testing.target import (
     BOUND,
+    MAX_RUN_SECONDS,
+    RUN_SECONDS,
     Target,
     TargetCampaign,
     findings,
@@ -61,6 +63,9 @@ def fuzz(
         Path | None, typer.Option(help="With --target: play this saved failing run to it, once.")
     ] = None,
     bound: Annotated[int, typer.Option(help="With --target: requests a run may make.")] = BOUND,
+    run_seconds: Annotated[
+        float, typer.Option(help="With --target: seconds a run may take before it is a runaway.")
+    ] = RUN_SECONDS,
     allow: Annotated[
         list[str] | None,
         typer.Option(help="With --target: an exception type it may raise (by name; repeat for more)."),
@@ -82,12 +87,14 @@ def fuzz(
         return
     if bound < 1:
         raise usage_error("--bound must be at least 1")
+    if not 0 < run_seconds <= MAX_RUN_SECONDS:
+        raise usage_error(f"--run-seconds must be above 0 and at most {MAX_RUN_SECONDS:g}")
     try:
         function = load_target(target)
     except ConfigurationError as error:
         raise usage_error(str(error)) from None
     if replay is not None:
-        _replay(function, replay, tuple(allow or ()), as_json)
+        _replay(function, replay, tuple(allow or ()), run_seconds, as_json)
         return
     chosen = profile or Profile.api
     with Progress(console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
@@ -99,6 +106,7 @@ def fuzz(
             profile=chosen,
             bound=bound,
             allow=tuple(allow or ()),
+            seconds=run_seconds,
             on_run=advance,
         )
     if campaign.failure is not None:
@@ -150,9 +158,9 @@ def _as_json(violations: list[Violation]) -> list[dict[str, str]]:
     return [{"invariant": v.invariant, "detail": v.detail} for v in violations]
 
 
-def _replay(function: Target, file: Path, allow: tuple[str, ...], as_json: bool) -> None:
+def _replay(function: Target, file: Path, allow: tuple[str, ...], seconds: float, as_json: bool) -> None:
     scenario = open_one(file, load_scenario)
-    run = replay_target(function, scenario)
+    run = replay_target(function, scenario, seconds)
     found = findings(run, allow)
     raised = f"{type(run.raised).__name__}" if run.raised is not None else None
     if as_json:

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from sim.testing.replies import Profile, ReplyDrawer
 from sim.testing.target import (
     BOUND,
+    RUN_SECONDS,
     DrawingSimulator,
     Endpoint,
     Target,
@@ -42,6 +43,7 @@ def fuzz_test(
     examples: int = 100,
     bound: int = BOUND,
     allow: tuple[str, ...] = (),
+    seconds: float = RUN_SECONDS,
 ) -> Callable[..., None]:
     """A hypothesis test that fuzzes `target` (`FUNC(client)` or `FUNC(client, prompt)`, sync or async):
 
@@ -50,7 +52,8 @@ def fuzz_test(
     Each example is one run with replies drawn from the tools the target offers; it fails with the
     findings and the drawn replies as a scenario `sim serve` plays. A run that sends no request fails
     too: it tested nothing. `allow` names the exception types the target is documented to raise (counted,
-    not crashes). `ConfigurationError` here, at collection, when the signature does not fit.
+    not crashes); a run taking over `seconds` is a runaway. `ConfigurationError` here, at collection,
+    when the signature does not fit.
     """
     checked = target if isinstance(target, Target) else target_of(target)
     chosen = Profile(profile)
@@ -60,7 +63,7 @@ def fuzz_test(
     def test(data: st.DataObject) -> None:
         drawer = ReplyDrawer(data, chosen)
         simulator = DrawingSimulator(lambda asked: drawer.draw(asked.decoded), bound)
-        run = run_once(checked, _shared_endpoint(), simulator)
+        run = run_once(checked, _shared_endpoint(), simulator, seconds)
         if run.simulator.received == 0:
             because = f" (it raised {type(run.raised).__name__}: {run.raised})" if run.raised else ""
             raise AssertionError(

@@ -7,7 +7,8 @@ that serves Chat Completions and the Responses API. The client is closed after e
 requests and the target's own exceptions show is judged (see `findings`); what it returns is its business.
 
 Replies are drawn in the thread running the hypothesis example (the endpoint's event loop runs there while
-a run does), so hypothesis shrinks a failing run to its simplest replies.
+a run does), so hypothesis shrinks a failing run to its simplest replies. The target itself runs in a worker
+thread (a coroutine function on an event loop of its own), so a run's time bound holds whatever it does.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import inspect
 import sys
 import threading
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,8 @@ BOUND = 20
 """Requests a run may make before it is called a runaway."""
 RUN_SECONDS = 60.0
 """How long a run may take before it is called a runaway."""
+MAX_RUN_SECONDS = 3600.0
+"""The longest bound a run may be given."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,7 +211,11 @@ class TargetRun:
 
     simulator: Simulator
     raised: BaseException | None = None
+    exited: SystemExit | KeyboardInterrupt | None = None
+    """How the target ended the process (or pretended to), if it did: always a finding."""
     finished: bool = True
+    seconds: float = RUN_SECONDS
+    """How long the run was allowed."""
 
     @property
     def scenario(self) -> Scenario:
@@ -217,38 +224,78 @@ class TargetRun:
         return Scenario(name="fuzzed", prompt=PROMPT, replies=replies)
 
 
-def run_once(target: Target, endpoint: Endpoint, simulator: Simulator) -> TargetRun:
-    """Run `target` once against `simulator`: a coroutine function on the endpoint's loop, a plain one in
-    a worker thread while the loop serves it. Raises what a drawing simulator's `draw` raised."""
-    prefix, url = endpoint.open_run(simulator)
-    run = TargetRun(simulator)
-    loop = endpoint.loop
+class _Worker:
+    """One run of a target in a thread of its own (a coroutine function on an event loop of that thread),
+    so the run's bound holds whatever the target does: a thread that blocks, or swallows cancellation, is
+    abandoned (its run's prefix answers nobody any more). An exit (`SystemExit`, `KeyboardInterrupt`) is
+    kept on the run, never raised in the campaign."""
 
-    async def run_async() -> None:
-        try:
-            await target.run_async(url)
-        except Exception as error:  # what the target raised is judged, never lost
-            run.raised = error
+    def __init__(self, target: Target, url: str, run: TargetRun, done: Callable[[], None]) -> None:
+        self.target, self.url, self.run, self.done = target, url, run, done
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.task: asyncio.Task[None] | None = None
 
-    def run_sync(finished: asyncio.Future[None]) -> None:
+    def start(self) -> None:
+        """Start the run; `done` is called (from the worker thread) when it ends."""
+        threading.Thread(target=self._main, daemon=True, name="sim-fuzz-target").start()
+
+    def cancel(self) -> None:
+        """Ask a coroutine target to stop (it may not listen: it is abandoned either way)."""
+        if self.loop is not None and self.task is not None:
+            with contextlib.suppress(RuntimeError):  # its loop is closed: it has stopped already
+                self.loop.call_soon_threadsafe(self.task.cancel)
+
+    def _main(self) -> None:
         try:
-            target.run_sync(url)
-        except Exception as error:  # what the target raised is judged, never lost
-            run.raised = error
+            if self.target.is_async:
+                self._run_async()
+            else:
+                self.target.run_sync(self.url)
+        except (SystemExit, KeyboardInterrupt) as error:  # the target's own exit: a finding
+            self.run.exited = error
+        except BaseException as error:  # what the target raised is judged, never lost
+            self.run.raised = error
         finally:
-            with contextlib.suppress(RuntimeError):  # the loop was closed: nobody waits any more
-                loop.call_soon_threadsafe(finished.set_result, None)
+            self.done()
 
+    def _run_async(self) -> None:
+        self.loop = loop = asyncio.new_event_loop()
+        self.task = task = loop.create_task(self.target.run_async(self.url))
+        try:
+            loop.run_until_complete(task)
+        finally:
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved: an exit raised through the loop is not logged again
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+
+def run_once(
+    target: Target, endpoint: Endpoint, simulator: Simulator, seconds: float = RUN_SECONDS
+) -> TargetRun:
+    """Run `target` once against `simulator`, in a worker thread while the endpoint's loop serves it, for
+    at most `seconds`. Raises what a drawing simulator's `draw` raised."""
+    prefix, url = endpoint.open_run(simulator)
+    run = TargetRun(simulator, seconds=seconds)
+    loop = endpoint.loop
+    finished: asyncio.Future[None] = loop.create_future()
+
+    def settle() -> None:
+        if not finished.done():
+            finished.set_result(None)
+
+    def done() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop was closed: nobody waits any more
+            loop.call_soon_threadsafe(settle)
+
+    worker = _Worker(target, url, run, done)
     try:
-        if target.is_async:
-            waiting: Awaitable[Any] = run_async()
-        else:
-            finished: asyncio.Future[None] = loop.create_future()
-            threading.Thread(target=run_sync, args=(finished,), daemon=True).start()
-            waiting = finished
-        loop.run_until_complete(asyncio.wait_for(waiting, RUN_SECONDS))
-    except TimeoutError:
-        run.finished = False
+        worker.start()
+        loop.run_until_complete(asyncio.wait({finished}, timeout=seconds))
+        if not finished.done():
+            run.finished = False
+            worker.cancel()
     finally:
         del endpoint.board.simulators[prefix]
         if isinstance(simulator, DrawingSimulator):
@@ -275,7 +322,8 @@ def findings(run: TargetRun, allow: tuple[str, ...] = ()) -> list[Violation]:
     - `runaway`: more requests than the bound, or a run that never returned;
     - `crash`: the target raised after a reply the real API can send (an exception after a scripted HTTP
       error, a body that is not JSON or a cut stream is counted, not a finding; so is one of a type named
-      in `allow`, the exceptions the target is documented to raise).
+      in `allow`, the exceptions the target is documented to raise); and, after any reply, an exit
+      (`sys.exit`, `KeyboardInterrupt`): a loop must not end its caller's process.
     """
     simulator = run.simulator
     found = check_requests(simulator.requests)
@@ -287,7 +335,7 @@ def findings(run: TargetRun, allow: tuple[str, ...] = ()) -> list[Violation]:
         else:
             found.append(Violation("runaway", problem))
     if not run.finished:
-        found.append(Violation("runaway", f"the run did not return within {RUN_SECONDS:g} s"))
+        found.append(Violation("runaway", f"the run did not return within {run.seconds:g} s"))
     finals = [number for number, spec in simulator.served if kind_of(spec) == "final"]
     if finals and simulator.received > finals[0]:
         found.append(
@@ -304,7 +352,22 @@ def findings(run: TargetRun, allow: tuple[str, ...] = ()) -> list[Violation]:
             found.append(
                 Violation("crash", f"request {number} got {describe(last)}; the target raised {raised}")
             )
+    if run.exited is not None:
+        found.append(Violation("crash", f"{_last_reply(simulator)}; the target {_exit(run.exited)}"))
     return found
+
+
+def _last_reply(simulator: Simulator) -> str:
+    if not simulator.served:
+        return "before any reply"
+    number, last = simulator.served[-1]
+    return f"request {number} got {describe(last)}"
+
+
+def _exit(error: SystemExit | KeyboardInterrupt) -> str:
+    if isinstance(error, SystemExit):
+        return f"called sys.exit({error.code!r})"
+    return f"raised {type(error).__name__}"
 
 
 def _reply_to(simulator: Simulator, number: int) -> ScriptedReplySpec | None:
@@ -396,6 +459,7 @@ def fuzz_target(
     profile: Profile = Profile.api,
     bound: int = BOUND,
     allow: tuple[str, ...] = (),
+    seconds: float = RUN_SECONDS,
     on_run: Callable[[], None] | None = None,
 ) -> TargetCampaign:
     """A campaign against `target`: every run counted, and the smallest failing run with its findings."""
@@ -408,7 +472,8 @@ def fuzz_target(
     @given(st.data())
     def example(data: st.DataObject) -> None:
         drawer = ReplyDrawer(data, profile)
-        run = run_once(target, endpoint, DrawingSimulator(lambda asked: drawer.draw(asked.decoded), bound))
+        drawing = DrawingSimulator(lambda asked: drawer.draw(asked.decoded), bound)
+        run = run_once(target, endpoint, drawing, seconds)
         found = campaign.keep(run)
         if on_run is not None:
             on_run()
@@ -425,10 +490,10 @@ def fuzz_target(
     return campaign
 
 
-def replay_target(target: Target, scenario: Scenario) -> TargetRun:
+def replay_target(target: Target, scenario: Scenario, seconds: float = RUN_SECONDS) -> TargetRun:
     """Play a saved run's replies, in order, to `target` once (what `sim fuzz --replay` does)."""
     endpoint = Endpoint()
     try:
-        return run_once(target, endpoint, Simulator(scenario))
+        return run_once(target, endpoint, Simulator(scenario), seconds)
     finally:
         endpoint.close()

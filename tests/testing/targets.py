@@ -3,7 +3,10 @@ after an empty reply, and one per seeded bug. Each takes `(client, prompt)` as a
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
+import time
 from typing import Any
 
 from openai import AsyncOpenAI, OpenAI
@@ -220,3 +223,37 @@ async def careful_async(client: AsyncOpenAI, prompt: str, max_turns: int = 8) ->
 def without_prompt(client: OpenAI) -> str | None:
     """`careful` with its own prompt: a target may take the client alone."""
     return careful(client, "What is the weather in Paris?")
+
+
+async def blocks_the_loop(client: AsyncOpenAI, prompt: str) -> None:
+    """Bug: asks once, then blocks its event loop (a sync sleep in async code)."""
+    await client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}])
+    time.sleep(3600)
+
+
+async def swallows_cancellation(client: AsyncOpenAI, prompt: str) -> None:
+    """Bug: asks once, then waits forever, catching every cancellation."""
+    await client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}])
+    while True:
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            continue
+
+
+def exits(client: OpenAI, prompt: str) -> None:
+    """Bug: asks once, then ends the process with status 3."""
+    client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}])
+    sys.exit(3)
+
+
+def interrupts(client: OpenAI, prompt: str) -> None:
+    """Bug: asks once, then raises KeyboardInterrupt, as if Ctrl-C were pressed."""
+    client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}])
+    raise KeyboardInterrupt
+
+
+async def exits_async(client: AsyncOpenAI, prompt: str) -> None:
+    """Bug: asks once, then ends the process with status 0."""
+    await client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}])
+    sys.exit(0)

@@ -120,3 +120,37 @@ def test_the_report_of_a_failing_campaign_shows_its_run_escaped(tmp_path: Path) 
     assert "pairing: request 2: invalid request: missing tool results" in html
     assert "request 1: {&#39;tool_calls&#39;" in html  # drawn text is escaped, as any untrusted text
     assert "sim fuzz --target tests.testing.targets:drops_invalid_json --replay" in html
+
+
+@pytest.mark.parametrize("target", ["blocks_the_loop", "swallows_cancellation"])
+def test_a_run_that_never_returns_is_abandoned_at_its_bound_and_replays_quietly(
+    target: str, tmp_path: Path
+) -> None:
+    spec = f"tests.testing.targets:{target}"
+    done = fuzz("--target", spec, "--examples", "2", "--run-seconds", "1", "--save", str(tmp_path))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "! runaway: the run did not return within 1 s" in done.stdout
+    assert "Traceback" not in done.stderr
+    (saved,) = tmp_path.glob("*.yaml")
+    again = fuzz("--target", spec, "--replay", str(saved), "--run-seconds", "1")
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "! runaway: the run did not return within 1 s" in again.stdout
+    for leak in ("Event loop is closed", "Traceback", "never retrieved"):
+        assert leak not in again.stderr
+
+
+@pytest.mark.parametrize(
+    ("target", "said"),
+    [
+        ("exits", "the target called sys.exit(3)"),
+        ("interrupts", "the target raised KeyboardInterrupt"),
+        ("exits_async", "the target called sys.exit(0)"),
+    ],
+)
+def test_a_target_that_exits_is_a_finding_not_a_pass(target: str, said: str, tmp_path: Path) -> None:
+    done = fuzz("--target", f"tests.testing.targets:{target}", "--examples", "5", "--save", str(tmp_path))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "! crash: request 1 got " in done.stdout and said in done.stdout
+    assert "every invariant held" not in done.stdout
+    for leak in ("Event loop is closed", "Traceback", "never retrieved"):
+        assert leak not in done.stderr
