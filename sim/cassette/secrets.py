@@ -52,6 +52,7 @@ CREDENTIAL_PATTERNS: dict[str, re.Pattern[str]] = {
 }
 """Text that looks like a credential or an account id, by kind (match it in decoded text)."""
 
+
 def require_scrubbable(name: str, key: str) -> None:
     """`ConfigurationError` (never showing the key) when `key` is too short to be scrubbed safely."""
     if len(key) < MIN_KEY_CHARS:

@@ -41,9 +41,7 @@ def test_each_credential_pattern_matches_where_its_plain_rule_does(text: str) ->
 @given(TEXTS)
 def test_the_known_secrets_are_matched_as_whole_tokens_as_the_plain_rule_says(text: str) -> None:
     alternatives = "|".join(re.escape(secret) for secret in sorted(SECRETS, key=len, reverse=True))
-    plain = re.compile(
-        rf"(?:(?<![A-Za-z0-9_\-])|(?<=%[0-9A-Fa-f]{{2}}))(?:{alternatives})(?![A-Za-z0-9_\-])"
-    )
+    plain = re.compile(rf"(?:(?<![A-Za-z0-9_\-])|(?<=%[0-9A-Fa-f]{{2}}))(?:{alternatives})(?![A-Za-z0-9_\-])")
     known = known_secrets_pattern(SECRETS)
     assert known is not None
     assert [m.span() for m in known.finditer(text)] == [m.span() for m in plain.finditer(text)]
