@@ -19,7 +19,7 @@ from rich.text import Text
 from sim.adapters.apis import Api, connect_model
 from sim.adapters.settings import Settings
 from sim.cassette.audit import audit
-from sim.cassette.conversations import conversations
+from sim.cassette.conversations import Conversation, conversations
 from sim.cassette.convert import runs, scenario_data
 from sim.cassette.journal import journal_path
 from sim.cassette.outline import outline as cassette_outline
@@ -226,7 +226,7 @@ def show(
     """Print a scenario's scripted conversation, or a cassette's recorded one, turn by turn (credentials
     masked, control characters written out)."""
     told = (
-        cassette_outline(open_one(file, read_cassette))
+        open_one(file, lambda path: cassette_outline(read_cassette(path)))  # bodies are read lazily
         if looks_like_cassette(file)
         else outline(open_one(file, load_scenario))
     )
@@ -263,15 +263,7 @@ def convert(
 
     Each conversation (each run of one: a scenario has one prompt) gives a file: OUTPUT, OUTPUT-2, ...
     """
-    recorded = open_one(cassette, read_cassette)
-    found = []
-    for conversation in conversations(recorded):
-        first = conversation.exchanges[0]
-        if first.request_problem:
-            where = f"interaction {first.interaction.index}"
-            err.print(f"skipped {where}: its request cannot be read: {first.request_problem}", markup=False)
-        else:
-            found += runs(conversation)
+    found = open_one(cassette, _runs)
     if not found:
         raise usage_error(f"{cassette}: no model calls to convert")
     targets = [
@@ -280,10 +272,40 @@ def convert(
     ]
     if not force and (existing := [t for t in targets if t.exists()]):
         raise usage_error(f"exists: {', '.join(map(str, existing))} (use --force to overwrite)")
+    texts, size = [], 0  # all made before any is written: past the limit, nothing is
     for target, conversation in zip(targets, found, strict=True):
         data = scenario_data(conversation, name=target.stem, source=cassette.name)
-        write_atomically(target, to_yaml(Scrubber().value(data)))  # others' recordings may hold credentials
+        texts.append(to_yaml(Scrubber().value(data)))  # others' recordings may hold credentials
+        size += len(texts[-1])
+        if size > MAX_CONVERTED_CHARS:
+            err.print(
+                f"{cassette}: its {len(found)} conversations would make more than"
+                f" {MAX_CONVERTED_CHARS // 1024**2} MiB of scenarios; nothing written",
+                markup=False,
+            )
+            raise typer.Exit(1)
+    for target, conversation, text in zip(targets, found, texts, strict=True):
+        write_atomically(target, text)
         out.print(f"wrote {target} ({len(conversation.exchanges)} replies)", markup=False)
+
+
+MAX_CONVERTED_CHARS = 256 * 1024 * 1024
+"""The most text `sim convert` writes from one cassette (a small file of many branches from one large
+request must not fill a disk)."""
+
+
+def _runs(cassette: Path) -> list[Conversation]:
+    """The cassette's conversations cut into runs (one prompt each), those whose first request cannot be
+    read told and left out (read here whole, so that an error in a lazily read body is one line)."""
+    found = []
+    for conversation in conversations(read_cassette(cassette)):
+        first = conversation.exchanges[0]
+        if first.request_problem:
+            where = f"interaction {first.interaction.index}"
+            err.print(f"skipped {where}: its request cannot be read: {first.request_problem}", markup=False)
+        else:
+            found += runs(conversation)
+    return found
 
 
 class ApproveMode(StrEnum):

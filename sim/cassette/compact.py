@@ -171,23 +171,24 @@ KEPT_BYTES = 64 * 1024 * 1024
 
 
 class TooMuchRebuilt(ValueError):
-    """Compact bodies that rebuild into more than `MAX_REBUILT_BYTES` in all."""
+    """Compact bodies that rebuild into more than their limit in all."""
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, limit: int) -> None:
+        size = f"{limit // 1024**3} GiB" if limit % 1024**3 == 0 else f"{limit // 1024**2} MiB"
         super().__init__(
-            f"interaction {index}: the compact request bodies rebuild to more than"
-            f" {MAX_REBUILT_BYTES // 1024**3} GiB in all"
+            f"interaction {index}: the compact request bodies rebuild to more than {size} in all"
         )
 
 
 class Rebuilder:
     """Rebuilds compact bodies in full from `raw` (an interaction's body as written: text, a reference, or
-    anything else for no text body), keeping the newest rebuilt (bounded) and counting the total; a body
-    whose base was let go is rebuilt again along its chain."""
+    anything else for no text body), keeping the newest rebuilt (bounded) and counting the total against
+    `limit` (`MAX_REBUILT_BYTES` by default); a body whose base was let go is rebuilt again along its chain,
+    additions that each go right after the one before joined in one pass."""
 
-    def __init__(self, raw: Callable[[int], Any], limit: int = MAX_REBUILT_BYTES) -> None:
+    def __init__(self, raw: Callable[[int], Any], limit: int | None = None) -> None:
         self._raw = raw
-        self._limit = limit
+        self._limit = MAX_REBUILT_BYTES if limit is None else limit
         self.total = 0
         self._kept: OrderedDict[int, str] = OrderedDict()
         self._kept_size = 0
@@ -195,7 +196,7 @@ class Rebuilder:
     def text(self, index: int) -> str:
         """The full body of interaction `index`; `ValueError` saying what is wrong with a reference, and
         `TooMuchRebuilt` past the limit."""
-        steps: list[tuple[int, Extension]] = []
+        steps: list[tuple[int, Extension]] = []  # (the interaction built, how)
         at_index = index
         while at_index not in self._kept:
             body = self._raw(at_index)
@@ -212,13 +213,20 @@ class Rebuilder:
             steps.append((at_index, Extension(base, at, add)))
             at_index = base
         text = self._kept[at_index]
-        for built, step in reversed(steps):
-            if not 0 <= step.at <= len(text):
-                raise ValueError(f"`at` must be an offset in the body of interaction {step.base}")
-            text = text[: step.at] + step.add + text[step.at :]
+        steps.reverse()
+        while steps:
+            run = 1
+            while run < len(steps) and steps[run][1].at == steps[run - 1][1].at + len(steps[run - 1][1].add):
+                run += 1
+            at = steps[0][1].at
+            if not 0 <= at <= len(text):
+                raise ValueError(f"`at` must be an offset in the body of interaction {steps[0][1].base}")
+            text = text[:at] + "".join(step.add for _, step in steps[:run]) + text[at:]
+            built = steps[run - 1][0]
+            del steps[:run]
             self.total += len(text)
             if self.total > self._limit:
-                raise TooMuchRebuilt(built)
+                raise TooMuchRebuilt(built, self._limit)
             self._keep(built, text)
         return text
 

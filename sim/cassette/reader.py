@@ -9,7 +9,6 @@ import gc
 import json
 import re
 import zlib
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +19,8 @@ import yaml
 
 from sim.adapters.apis import Codec, codec_for
 from sim.cassette.compact import (
-    KEPT_BYTES,
-    MAX_REBUILT_BYTES,
+    Extension,
+    Rebuilder,
     TooMuchRebuilt,
     appended_items,
     checked_reference,
@@ -123,31 +122,6 @@ def decompress(body: bytes) -> bytes:
     return body
 
 
-class Rebuilds:
-    """The compact bodies of one file rebuilt so far: the newest kept (bounded), the total counted."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.total = 0
-        self._kept: OrderedDict[int, str] = OrderedDict()
-        self._kept_size = 0
-
-    def kept(self, request: RecordedRequest) -> str | None:
-        """The text of `request` if it is kept."""
-        return self._kept.get(id(request))
-
-    def add(self, index: int, request: RecordedRequest, text: str) -> None:
-        """Count a rebuilt body (`CassetteError` past `MAX_REBUILT_BYTES` in all) and keep it."""
-        self.total += len(text)
-        if self.total > MAX_REBUILT_BYTES:
-            raise CassetteError(f"{self.path}: {TooMuchRebuilt(index)}")
-        self._kept[id(request)] = text
-        self._kept_size += len(text)
-        while self._kept_size > KEPT_BYTES and len(self._kept) > 1:
-            _, dropped = self._kept.popitem(last=False)
-            self._kept_size -= len(dropped)
-
-
 @dataclass(frozen=True, slots=True)
 class Extended:
     """A compact request body: the `base` request's body with `add` inserted at character `at`."""
@@ -155,12 +129,15 @@ class Extended:
     index: int
     """The interaction it is the request of."""
     base: RecordedRequest
+    base_index: int
     at: int
     add: str
     tail: str | None
     """The base body from `at` on, shared along a chain of requests that each append to the one before
     (None when not known without rebuilding the base): what replay matches without rebuilding."""
-    rebuilds: Rebuilds
+    rebuilder: Rebuilder
+    """The file's rebuilder (the newest rebuilt bodies kept, the total bounded)."""
+    path: Path
 
 
 @dataclass(frozen=True)
@@ -195,27 +172,17 @@ class RecordedRequest:
         before); `CassetteError` when the file's compact bodies rebuild into too much in all."""
         if self.extended is None:
             return self._stored_text
-        rebuilds = self.extended.rebuilds
-        steps: list[Extended] = []
-        request: RecordedRequest = self
-        known: str | None = None
-        while request.extended is not None:
-            known = rebuilds.kept(request)
-            if known is not None:
-                break
-            steps.append(request.extended)
-            request = request.extended.base
-        text = known if known is not None else (request.text or "")
-        steps.reverse()
-        while steps:  # additions that each go right after the one before are joined in one pass
-            run = 1
-            while run < len(steps) and steps[run].at == steps[run - 1].at + len(steps[run - 1].add):
-                run += 1
-            at = steps[0].at
-            text = text[:at] + "".join(step.add for step in steps[:run]) + text[at:]
-            del steps[:run]
-        rebuilds.add(self.extended.index, self, text)
-        return text
+        try:
+            return self.extended.rebuilder.text(self.extended.index)
+        except TooMuchRebuilt as error:
+            raise CassetteError(f"{self.extended.path}: {error}") from None
+
+    @property
+    def written(self) -> Any:
+        """The body as the file writes it: its text, its compact reference, or None for no text body."""
+        if self.extended is None:
+            return self._stored_text
+        return Extension(self.extended.base_index, self.extended.at, self.extended.add).data()
 
     @property
     def appended(self) -> Appended | None:
@@ -233,7 +200,7 @@ class RecordedRequest:
         while request.extended is not None and "list_end" not in request.__dict__:
             chain.append(request)
             request = request.extended.base
-        end = request.__dict__["list_end"] if request.extended else list_end(request._stored_text or "")
+        end = list_end(request._stored_text or "") if request is self else request.list_end  # cached
         for step in reversed(chain):
             extended = step.extended
             assert extended is not None
@@ -392,10 +359,10 @@ def _read_cassette(path: Path) -> Cassette:
     if not isinstance(data, Mapping) or not isinstance(data.get("interactions"), list):
         raise CassetteError(f"{path}: not a vcrpy cassette (no `interactions` list)")
     interactions: list[RecordedInteraction] = []
-    rebuilds = Rebuilds(path)
+    rebuilder = Rebuilder(lambda index: interactions[index].request.written)
     for index, raw in enumerate(data["interactions"]):
         try:
-            interactions.append(_interaction(index, raw, interactions, rebuilds))
+            interactions.append(_interaction(path, index, raw, interactions, rebuilder))
         except BodyTooLarge as error:
             raise CassetteError(f"{path}: interaction {index}: {error}") from None
         except (KeyError, TypeError, ValueError, OSError, EOFError) as error:
@@ -434,7 +401,11 @@ def _mapping(raw: Any, what: str) -> Mapping[str, Any]:
 
 
 def _extended(
-    index: int, reference: Mapping[str, Any], earlier: list[RecordedInteraction], rebuilds: Rebuilds
+    path: Path,
+    index: int,
+    reference: Mapping[str, Any],
+    earlier: list[RecordedInteraction],
+    rebuilder: Rebuilder,
 ) -> Extended:
     """A compact body's reference, checked: an earlier interaction with a text body, an offset in it."""
 
@@ -453,11 +424,11 @@ def _extended(
         tail = request.extended.tail
     else:
         tail = None
-    return Extended(index, request, at, add, tail, rebuilds)
+    return Extended(index, request, checked.base, at, add, tail, rebuilder, path)
 
 
 def _interaction(
-    index: int, raw: Any, earlier: list[RecordedInteraction], rebuilds: Rebuilds
+    path: Path, index: int, raw: Any, earlier: list[RecordedInteraction], rebuilder: Rebuilder
 ) -> RecordedInteraction:
     raw = _mapping(raw, "interactions[]")
     request = _mapping(raw.get("request"), "request")
@@ -468,7 +439,9 @@ def _interaction(
     if "parsed_body" in request:
         body = request["parsed_body"]
     compact = isinstance(body, Mapping) and "extends" in body
-    extended = _extended(index, body, earlier, rebuilds) if compact and isinstance(body, Mapping) else None
+    extended = (
+        _extended(path, index, body, earlier, rebuilder) if compact and isinstance(body, Mapping) else None
+    )
     status = response.get("status", {})
     response_body = (
         _body_bytes(response["parsed_body"] if "parsed_body" in response else response.get("body")) or b""

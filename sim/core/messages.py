@@ -225,6 +225,11 @@ class SharedPrefix(Sequence[ChatMessage]):
     def __repr__(self) -> str:
         return f"SharedPrefix({list(self)!r})"
 
+    @property
+    def shared(self) -> list[ChatMessage]:
+        """The list these messages are the start of, shared with the views that extend them."""
+        return self._messages
+
     def extended(self, more: Iterable[ChatMessage]) -> SharedPrefix:
         """These messages, then `more`: the shared list grows in place when nothing extended this view
         before (else the view is copied once)."""

@@ -29,9 +29,10 @@ def visible(text: str) -> str:
 
 
 def preview(text: str, limit: int = _PREVIEW_CHARS) -> str:
-    """`text` on one line, shortened to `limit` characters, its control characters written out."""
-    flat = visible(text.replace("\n", "\\n"))
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    """`text` on one line, shortened to `limit` characters, its control characters written out (only
+    what is shown is worked on: each character is written as one or more, so its first `limit` are enough)."""
+    flat = visible(text[:limit].replace("\n", "\\n"))
+    return flat if len(flat) <= limit and len(text) <= limit else flat[: limit - 1] + "…"
 
 
 def turns(count: int) -> str:

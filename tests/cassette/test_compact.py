@@ -15,11 +15,15 @@ from typing import Any
 import httpx2
 import pytest
 import yaml
+from typer.testing import CliRunner
 
+from sim import cli
+from sim.cassette import compact
 from sim.cassette.compact import compact_data, expand_data
 from sim.cassette.reader import load_data, read_cassette
 from sim.cassette.replay import replay_cassette
 from sim.cassette.writer import to_yaml
+from sim.cli import app
 from sim.core.errors import CassetteError
 from sim.server.cassette_server import CassetteServer
 from tests.corpus import needs_corpus, real_cassettes
@@ -235,3 +239,81 @@ def test_references_that_rebuild_into_a_bomb_are_refused(tmp_path: Path) -> None
     path.write_text(to_yaml(data))
     with pytest.raises(CassetteError, match=r"interaction 6\d: the body rebuilds to more than 64 MiB"):
         read_cassette(path)
+
+
+def _many_references(count: int, size: int, *, appended: bool, system: str | None = None) -> dict[str, Any]:
+    """One request of `size` characters, then `count` requests that each extend it by one more message:
+    written as sim writes appended items (`appended`), or inserted elsewhere, which only a rebuild reads."""
+    messages = [message("user", "x" * size)] if system is None else [message("system", system)]
+    data = _conversation({"model": "m", "messages": messages})
+    first = data["interactions"][0]
+    first["response"]["body"]["string"] = json.dumps(
+        {
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+            ]
+        }
+    )
+    body = first["request"]["body"]
+    at = len(body) - (len("\n  ]\n}") if appended else 4)
+    for number in range(1, count + 1):
+        add = ",\n    " + json.dumps(message("user", f"branch {number}"))
+        data["interactions"].append(
+            {**first, "request": {**first["request"], "body": {"extends": 0, "at": at, "add": add}}}
+        )
+    data["sim"] = {"compact": True}
+    return data
+
+
+@pytest.mark.parametrize("command", ["show", "check", "convert", "expand"])
+def test_references_that_rebuild_into_too_much_in_all_are_one_line_in_every_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """Each body is within the per-body limit; together they pass the file's limit (lowered here from
+    1 GiB so that the test rebuilds 64 MiB, not gigabytes)."""
+    monkeypatch.setattr(compact, "MAX_REBUILT_BYTES", 64 * 1024 * 1024)
+    path = tmp_path / "references.yaml"
+    path.write_text(to_yaml(_many_references(100, 1024 * 1024, appended=False)))
+    before = path.read_bytes()
+    arguments = [command, str(path)] + (["-o", str(tmp_path / "s.yaml")] if command == "convert" else [])
+    result = CliRunner().invoke(app, arguments)
+    assert result.exit_code == 1
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    told = [line for line in result.output.splitlines() if "rebuild to" in line]
+    assert told == [f"{path}: interaction 64: the compact request bodies rebuild to more than 64 MiB in all"]
+    assert "Traceback" not in result.output
+    assert path.read_bytes() == before and not (tmp_path / "s.yaml").exists()
+
+
+def test_references_sim_writes_are_read_from_their_items_without_rebuilding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same file written as sim writes appended items: show and check read each branch from what it
+    adds, so the file's limit is never reached (a limit of one body is enough)."""
+    monkeypatch.setattr(compact, "MAX_REBUILT_BYTES", 1024 * 1024)
+    path = tmp_path / "references.yaml"
+    path.write_text(to_yaml(_many_references(100, 1024 * 1024, appended=True)))
+    for command in ("show", "check"):
+        result = CliRunner().invoke(app, [command, str(path)])
+        assert result.exit_code == 0, result.output
+    assert "in 100 conversation(s)" in CliRunner().invoke(app, ["show", str(path)]).output
+
+
+def test_convert_refuses_to_write_more_than_its_limit_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """40 branches of one request with a 100 KB system prompt make 41 scenarios of 100 KB each (the
+    first request, and each branch: a run of its own)."""
+    monkeypatch.setattr(cli, "MAX_CONVERTED_CHARS", 1024 * 1024)
+    path = tmp_path / "branches.yaml"
+    path.write_text(to_yaml(_many_references(40, 0, appended=True, system="s" * 100_000)))
+    result = CliRunner().invoke(app, ["convert", str(path), "-o", str(tmp_path / "s.yaml")])
+    assert result.exit_code == 1
+    assert f"{path}: its 41 conversations would make more than 1 MiB of scenarios; nothing written" in (
+        result.output
+    )
+    assert not list(tmp_path.glob("s*.yaml"))
+    monkeypatch.setattr(cli, "MAX_CONVERTED_CHARS", 8 * 1024 * 1024)
+    result = CliRunner().invoke(app, ["convert", str(path), "-o", str(tmp_path / "s.yaml")])
+    assert result.exit_code == 0, result.output
+    assert len(list(tmp_path.glob("s*.yaml"))) == 41

@@ -200,3 +200,22 @@ def test_calls_sent_back_each_followed_by_its_output_are_one_assistant_turn(tmp_
         written = target.read_text()
         assert "result not recorded" not in written and "call_b: sunny" in written
         assert asyncio.run(play_file(target)).problems == (), api
+
+
+def test_among_many_branches_a_request_joins_the_one_whose_reply_it_carries(tmp_path: Path) -> None:
+    """200 conversations ask the same question and each gets its own call; a result sent for the call of
+    branch 117 joins branch 117 (one whose dialogue it repeats and whose reply it carries), and one that
+    repeats only the question starts nothing new but joins the newest branch it continues."""
+    question = [{"role": "user", "content": "Weather?"}]
+    branches = [interaction(question, calling(f"call_{n}", f"city {n}")) for n in range(200)]
+    result = [*question, calling("call_117", "city 117"),
+              {"role": "tool", "tool_call_id": "call_117", "content": "sunny"}]  # fmt: skip
+    answered = interaction(result, {"role": "assistant", "content": "Sunny."})
+    again = interaction(
+        [*question, {"role": "user", "content": "Anyone?"}], {"role": "assistant", "content": "No"}
+    )
+    found = conversations(read_cassette(write(tmp_path, [*branches, answered, again])))
+    assert len(found) == 200
+    assert [e.interaction.index for e in found[117].exchanges] == [117, 200]
+    assert [e.interaction.index for e in found[199].exchanges] == [199, 201]
+    assert found[117].exchanges[1].new_messages[-1].role == "tool"
