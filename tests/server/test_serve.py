@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
 
@@ -170,3 +172,41 @@ def test_a_port_out_of_range_is_a_one_line_usage_error(port: str) -> None:
     )
     assert done.returncode == 2
     assert done.stderr.splitlines() == [f"error: --port must be from 0 to 65535, not {port}"]
+
+
+def _stalled_clients(base_url: str) -> list[socket.socket]:
+    """Two raw clients on 127.0.0.1 that hold `sim serve` up: one sent its headers and half its body, the
+    other asked for a long streamed reply and reads none of it."""
+    port = int(base_url.rsplit(":", 1)[1].split("/")[0])
+    half = socket.create_connection(("127.0.0.1", port))
+    half.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                 b"content-length: 1000\r\n\r\n{\"model\": \"m\",")  # fmt: skip
+    body = json.dumps({"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]})
+    unread = socket.create_connection(("127.0.0.1", port))
+    unread.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+    unread.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                   f"content-length: {len(body)}\r\n\r\n{body}".encode())  # fmt: skip
+    return [half, unread]
+
+
+@pytest.mark.parametrize("interrupts", [1, 2])
+def test_ctrl_c_stops_within_seconds_while_clients_stall(tmp_path: Path, interrupts: int) -> None:
+    """A client that half-sent its body and one that does not read a long stream hold connections open;
+    Ctrl-C (or two in a row, as an impatient user presses it) ends `sim serve` in seconds, no traceback."""
+    script = tmp_path / "long.yaml"
+    words = " ".join(f"word{n}" for n in range(20_000))
+    script.write_text(f"prompt: p\nlatency: {{between_chunks: 0.001}}\nreplies:\n  - content: {words}\n")
+    with served(script) as (server, base_url):
+        clients = _stalled_clients(base_url)
+        time.sleep(1.5)  # both requests reached the server, the stream is under way
+        started = time.monotonic()
+        for _ in range(interrupts):
+            server.send_signal(signal.SIGINT)
+            time.sleep(0.2)
+        code = server.wait(timeout=30)
+        took = time.monotonic() - started
+        said = server.stderr.read() if server.stderr else ""
+    for client in clients:
+        client.close()
+    assert took < 10, took
+    assert code in (0, 1) and "Traceback" not in said and "CancelledError" not in said, said
