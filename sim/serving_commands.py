@@ -79,7 +79,11 @@ def serve(
     scenario = open_one(file, load_scenario)
     server = _listening(host, port)
     simulator = Simulator(
-        scenario, cycle=cycle, on_consumed=server.stop if once else None, store_limit=store_limit * 2**20
+        scenario,
+        cycle=cycle,
+        on_consumed=server.stop if once else None,
+        store_limit=store_limit * 2**20,
+        keep_requests=False,
     )
     server.server.config.app = simulator.app
 

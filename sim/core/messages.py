@@ -173,6 +173,11 @@ class HistoryView(Sequence[ChatMessage]):
     def __repr__(self) -> str:
         return f"HistoryView({list(self)!r})"
 
+    @property
+    def dialogue(self) -> SharedPrefix:
+        """The messages after the system prompt, as a view of the same list."""
+        return SharedPrefix(self._history, self._length)
+
     def new_since(self, earlier: Sequence[ChatMessage]) -> Sequence[ChatMessage] | None:
         """The messages added after `earlier`, when this view extends it; None when it does not."""
         if (

@@ -11,7 +11,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sim.adapters import chat_wire, responses_wire
-from sim.core.messages import AssistantMessage, ChatMessage, Reasoning, SystemMessage, validate_pairing
+from sim.core.messages import (
+    AssistantMessage,
+    HistoryView,
+    PairingChecker,
+    Reasoning,
+    SharedPrefix,
+    SystemMessage,
+)
 from sim.core.model import ModelReply, ModelRequest
 from sim.server.response_store import STORE_LIMIT_BYTES, ResponseStore
 from sim.server.tool_choice import ToolChoiceError, read_tool_choice
@@ -265,19 +272,27 @@ class ResponsesProtocol:
     def decode(self, body: dict[str, Any]) -> ModelRequest:
         """`instructions` and `input` (after the stored conversation `previous_response_id` names), and
         flat `tools`; pairing is checked on the whole rebuilt conversation."""
-        earlier: list[ChatMessage] = []
         previous = body.get("previous_response_id")
+        new = responses_wire.messages_from_items(body.get("input"))
+        pairing = PairingChecker()
+        found = None
         if previous is not None:
             found = self.store.conversation(previous) if isinstance(previous, str) else None
             if found is None:
                 message = f"Previous response with id '{previous}' not found."
                 raise RefusedError(Refused(message, "previous_response_id", "previous_response_not_found"))
-            earlier = found
-        conversation = earlier + responses_wire.messages_from_items(body.get("input"))
-        validate_pairing(conversation)
+            if found:  # it was checked up to its reply when it was asked for: the reply on is checked
+                pairing.check(found[-1])
+        for item in new:
+            pairing.check(item)
+        pairing.require_complete()
+        conversation = SharedPrefix(new) if found is None else found.extended(new)
         instructions = body.get("instructions")
-        system = [SystemMessage(content=instructions)] if isinstance(instructions, str) else []
-        return ModelRequest([*system, *conversation], responses_wire.tools_from_wire(body.get("tools")))
+        tools = responses_wire.tools_from_wire(body.get("tools"))
+        if not isinstance(instructions, str):
+            return ModelRequest(conversation, tools)
+        system = SystemMessage(content=instructions)
+        return ModelRequest(HistoryView(system, conversation.shared, len(conversation)), tools)
 
     def check(self, body: dict[str, Any], decoded: ModelRequest) -> Refused | None:
         """Reasoning items sent back as the API checks them: one sent by id alone must be one the API kept
@@ -333,13 +348,15 @@ class ResponsesProtocol:
         )
         stored = asked.body.get("store") is not False
         if stored:
-            history = [m for m in asked.decoded.messages if not isinstance(m, SystemMessage)]
-            parent = asked.body.get("previous_response_id")
-            held = self.store.length(parent) if isinstance(parent, str) else None
-            if held is None:  # stateless (or the parent was forgotten meanwhile): the whole conversation
-                self.store.put(response_id, None, [*history, served.message])
-            else:
-                self.store.put(response_id, parent, [*history[held:], served.message])
+            messages = asked.decoded.messages
+            history = (
+                messages.dialogue
+                if isinstance(messages, HistoryView)
+                else messages
+                if isinstance(messages, SharedPrefix)
+                else SharedPrefix([m for m in messages if not isinstance(m, SystemMessage)])
+            )
+            self.store.put(response_id, history.extended([served.message]))
         for item in served.message.reasoning:
             if item.id is not None:
                 self._reasoning[item.id] = _ServedReasoning(item, stored)

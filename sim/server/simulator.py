@@ -68,6 +68,7 @@ class Simulator:
         cycle: bool = False,
         on_consumed: Callable[[], Any] | None = None,
         store_limit: int = STORE_LIMIT_BYTES,
+        keep_requests: bool = True,
     ) -> None:
         self.scenario = scenario
         self.cycle = cycle
@@ -76,8 +77,11 @@ class Simulator:
             (spec, scripted_reply(spec, ids))
             for spec, ids in zip(scenario.replies, scenario.call_ids(), strict=True)
         ]
-        self.requests: MutableSequence[ModelRequest] = deque(maxlen=len(self.steps)) if cycle else []
-        """The requests answered (in cycle mode only the latest round, so memory stays bounded)."""
+        self.requests: MutableSequence[ModelRequest] = (
+            [] if keep_requests and not cycle else deque(maxlen=len(self.steps) if keep_requests else 0)
+        )
+        """The requests answered, for the checks of a run in process (in cycle mode only the latest round,
+        and none without `keep_requests`, so that a long session served stays bounded)."""
         self.received = 0
         """Every request received, answered or not."""
         self.received_by: Counter[str] = Counter()
