@@ -35,7 +35,7 @@ def record(turns: int, api: str, folder: Path, source: Path | None) -> tuple[flo
     script.write_text(scenario(turns))
     server = subprocess.Popen(
         [*sim, "serve", str(script), "--port", "0", "--once"], stdout=subprocess.PIPE, text=True,
-        env=environment,
+        env=environment, cwd=folder,
     )  # fmt: skip
     cassette = folder / f"{api}-{turns}.yaml"
     api_options = ["--api", "responses", "--chain"] if api == "responses" else ["--api", "chat"]
@@ -47,7 +47,7 @@ def record(turns: int, api: str, folder: Path, source: Path | None) -> tuple[flo
         recorder = subprocess.Popen(
             [*sim, "record", str(cassette), "--prompt", "Count for me.", "--approve", "always", "--json",
              "--max-turns", str(turns), "--workspace", str(folder), "--compact", *api_options],
-            env=environment, stdout=subprocess.DEVNULL,
+            env=environment, stdout=subprocess.DEVNULL, cwd=folder,
         )  # fmt: skip
         _, status, usage = os.wait4(recorder.pid, 0)
         seconds = time.perf_counter() - started

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from enum import StrEnum
@@ -43,7 +42,17 @@ from sim.scenario.loader import load_scenario, scenario_files
 from sim.scenario.outline import outline
 from sim.scenario.player import PlayReport, Via, play_file
 from sim.serving_commands import proxy, serve
-from sim.terminal import JsonFlag, PlayVia, ReportFile, err, open_one, out, usage_error, write_report_if_asked
+from sim.terminal import (
+    JsonFlag,
+    PlayVia,
+    ReportFile,
+    err,
+    open_one,
+    out,
+    print_json,
+    usage_error,
+    write_report_if_asked,
+)
 from sim.tools.shell import shell_tool
 
 app = typer.Typer(
@@ -153,7 +162,7 @@ def _verdicts(reports: Sequence[_Report], details: list[str], verbose: bool, as_
     """PASS or FAIL per file (problems when failed, transcripts with `-v`), a summary; exit 1 on a failure."""
     failed = [report for report in reports if not report.passed]
     if as_json:
-        out.print_json(json.dumps([{**asdict(r), "passed": r.passed} for r in reports]))
+        print_json([{**asdict(r), "passed": r.passed} for r in reports])
     else:
         for report, detail in zip(reports, details, strict=True):
             if report.passed:
@@ -199,7 +208,7 @@ def check(
     invalid = [result for result in results if not result["valid"]]
     write_report_if_asked(report, lambda: checked(results))
     if as_json:
-        out.print_json(json.dumps(results))
+        print_json(results)
     else:
         for result in results:
             for line in result["findings"]:
@@ -483,7 +492,7 @@ def _report(runner: AgentRunner, ending: RunEnding, as_json: bool, scrubber: Scr
             "error": str(error) if error else None,
             "history": CHAT_MESSAGES.dump_python(list(runner.history), mode="json"),
         }
-        out.print_json(json.dumps(scrubber.value(report)))
+        print_json(scrubber.value(report))
     elif final_text is not None:
         out.print(final_text, markup=False)
     if error is not None:

@@ -3,7 +3,6 @@ with replies drawn from the tools it offers; `--replay` plays a saved failing ru
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from functools import partial
 from pathlib import Path
@@ -16,7 +15,17 @@ from rich.text import Text
 from sim.core.errors import ConfigurationError
 from sim.reports.build import fuzzed, fuzzed_target
 from sim.scenario.loader import load_scenario
-from sim.terminal import JsonFlag, PlayVia, ReportFile, err, open_one, out, usage_error, write_report_if_asked
+from sim.terminal import (
+    JsonFlag,
+    PlayVia,
+    ReportFile,
+    err,
+    open_one,
+    out,
+    print_json,
+    usage_error,
+    write_report_if_asked,
+)
 from sim.testing.campaign import fuzz as fuzz_campaign
 from sim.testing.campaign import save_scenario
 from sim.testing.invariants import Violation
@@ -123,7 +132,7 @@ def fuzz(
             "saved": str(campaign.saved) if campaign.saved else None,
             "nothing_tested": vacuous,
         }
-        out.print_json(json.dumps(summary))
+        print_json(summary)
     else:
         said = f"{campaign.runs} runs of {target} ({chosen} profile): {campaign.requests} requests,"
         out.print(f"{said} {campaign.round_trips} tool calls answered", markup=False)
@@ -166,7 +175,7 @@ def _replay(function: Target, file: Path, allow: tuple[str, ...], seconds: float
     if as_json:
         summary = {"requests": run.simulator.received, "raised": raised,
                    "violations": _as_json(found)}  # fmt: skip
-        out.print_json(json.dumps(summary))
+        print_json(summary)
     else:
         requests = f"{run.simulator.received} requests"
         out.print(
@@ -195,7 +204,7 @@ def _own_loop(
             "violations": _as_json(violations),
             "saved": str(report.saved) if report.saved else None,
         }
-        out.print_json(json.dumps(summary))
+        print_json(summary)
     else:
         out.print(f"{report.runs} runs; outcomes: {counts(report.outcomes)}", markup=False)
         out.print(f"tool results: {counts(report.error_codes)}", markup=False)

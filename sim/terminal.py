@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -30,6 +31,15 @@ class PlayVia(StrEnum):
 
     direct = "direct"
     sdk = "sdk"
+
+
+def print_json(data: Any) -> None:
+    """`data` as indented JSON on standard output: highlighted on a terminal, written as it is when piped
+    (rich lays out each token of a document as a piece of its own: a 10,000-turn history took 500 MB)."""
+    if out.is_terminal:
+        out.print_json(data=data)
+    else:
+        out.file.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def write_report_if_asked(path: Path | None, page: Callable[[], Report]) -> None:
