@@ -21,9 +21,10 @@ from pathlib import Path
 
 import yaml
 
+from sim.player import PlayReport, play_file
 from sim.reports.build import played
 from sim.reports.html import write_report
-from sim.scenario import PlayReport, play_file, scenario_files
+from sim.scenario import scenario_files
 from sim.scenario.yaml_source import YamlLoader
 
 BUNDLED = Path(__file__).resolve().parents[1] / "scenarios"

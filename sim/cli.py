@@ -37,10 +37,10 @@ from sim.core.messages import CHAT_MESSAGES
 from sim.core.tools import ToolRegistry
 from sim.core.transcript import describe, turns, visible
 from sim.fuzz_command import fuzz
+from sim.player import PlayReport, Via, play_file
 from sim.reports.build import checked, played, replayed, shown
 from sim.scenario.loader import load_scenario, scenario_files
 from sim.scenario.outline import outline
-from sim.scenario.player import PlayReport, Via, play_file
 from sim.serving_commands import proxy, serve
 from sim.terminal import (
     JsonFlag,

@@ -8,8 +8,8 @@ from typing import Any
 
 from sim.cassette.replay import ReplayReport
 from sim.core.transcript import turns
+from sim.player import PlayReport
 from sim.reports.html import Report, divergence, section
-from sim.scenario.player import PlayReport
 from sim.testing.campaign import FuzzReport
 from sim.testing.strategies import describe
 from sim.testing.target import TargetCampaign

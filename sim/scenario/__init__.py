@@ -1,7 +1,6 @@
-"""Scenario files: the YAML format people write, its loader, the scripted world, and the player."""
+"""Scenario files: the YAML format people write, its loader, the scripted world (`sim.player` plays them)."""
 
 from sim.scenario.loader import load_scenario, scenario_files
-from sim.scenario.player import PlayReport, play_file, play_scenario
 from sim.scenario.schema import Scenario
 
-__all__ = ["PlayReport", "Scenario", "load_scenario", "play_file", "play_scenario", "scenario_files"]
+__all__ = ["Scenario", "load_scenario", "scenario_files"]

@@ -1,4 +1,5 @@
-"""Testing helpers: the pytest plugin, fuzzing strategies and campaigns, and `fuzz_test` for your suite."""
+"""Testing helpers: fuzzing strategies and campaigns, and `fuzz_test` for your suite (the pytest plugin that
+plays scenario files and cassettes as tests is `sim.pytest_plugin`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ __all__ = ["fuzz_test"]
 
 
 def __getattr__(name: str) -> Any:
-    # imported on first use: the pytest plugin lives in this package and must load fast
+    # imported on first use: importing the package must stay fast (pytest loads the plugin beside it)
     if name == "fuzz_test":
         from sim.testing.pytest_fuzz import fuzz_test
 

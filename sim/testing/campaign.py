@@ -22,7 +22,7 @@ from sim.cassette.writer import to_yaml, write_atomically
 from sim.core.loop import DEFAULT_SYSTEM_PROMPT, AgentRunner, RunEnding
 from sim.core.messages import ToolMessage
 from sim.core.scripted import ScriptedApprover
-from sim.scenario.player import Via, connect
+from sim.player import Via, connect
 from sim.scenario.schema import Scenario
 from sim.scenario.world import build_world
 from sim.testing.invariants import Violation, check_run

@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 from sim.cassette.conversations import HttpFailure, conversations
 from sim.cassette.reader import read_cassette
 from sim.cli import app
-from sim.scenario import load_scenario, play_file
+from sim.player import play_file
+from sim.scenario import load_scenario
 
 TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
 

@@ -16,7 +16,8 @@ from sim.adapters.apis import Api
 from sim.cassette.audit import audit
 from sim.cassette.reader import read_cassette
 from sim.cli import app
-from sim.scenario import load_scenario, play_file
+from sim.player import play_file
+from sim.scenario import load_scenario
 from tests.corpus import needs_corpus, real_cassettes
 
 REAL = real_cassettes()

@@ -327,7 +327,8 @@ replies:
 
 def test_a_call_id_reused_on_a_later_turn_is_paired_by_turn(tmp_path: Path) -> None:
     """Some endpoints send `call_0` every turn: each turn's result belongs to that turn's call."""
-    from sim.scenario import load_scenario, play_file
+    from sim.player import play_file
+    from sim.scenario import load_scenario
 
     script = tmp_path / "reuse.yaml"
     script.write_text(REUSED_IDS)

@@ -1,10 +1,14 @@
-"""`sim/core` imports only the standard library, pydantic and itself."""
+"""`sim/core` imports only the standard library, pydantic and itself; no circle between the packages of `sim`,
+and each imports on its own."""
 
 from __future__ import annotations
 
 import ast
+import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import sim.core
 
@@ -35,3 +39,46 @@ def test_core_imports_only_stdlib_pydantic_and_core() -> None:
             offenders[path.name] = sorted(bad)
     assert offenders == {}
     assert len(list(CORE.glob("*.py"))) >= 8
+
+
+def _unit(module: str) -> str:
+    """The package (or top-level module) of `sim` a module belongs to: `sim.cassette`, `sim.cli`."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_imports() -> dict[str, set[str]]:
+    """Which units of `sim` each unit imports (anywhere in its files, lazily imported names included)."""
+    root = CORE.parent
+    graph: dict[str, set[str]] = {}
+    for path in sorted(root.rglob("*.py")):
+        me = _unit(".".join(path.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__"))
+        others = {_unit(name) for name in imported_top_levels(path) if name.startswith("sim.")}
+        graph.setdefault(me, set()).update(others - {me})
+    return graph
+
+
+def test_no_circle_between_packages() -> None:
+    graph = package_imports()
+    circles = []
+
+    def visit(unit: str, path: list[str]) -> None:
+        for other in sorted(graph.get(unit, ())):
+            if other in path:
+                circles.append(" -> ".join([*path[path.index(other) :], other]))
+            elif len(path) < len(graph):
+                visit(other, [*path, other])
+
+    for unit in sorted(graph):
+        visit(unit, [unit])
+    assert circles == []
+    assert {"sim.core", "sim.cassette", "sim.server", "sim.scenario", "sim.testing"} <= set(graph)
+
+
+@pytest.mark.parametrize("unit", sorted(u for u in package_imports() if (CORE.parent / u[4:]).is_dir()))
+def test_each_package_imports_on_its_own(unit: str) -> None:
+    """In a fresh interpreter, as a user's `from sim.server import Simulator` does (a circle between two
+    packages fails only when the wrong one is imported first)."""
+    done = subprocess.run(
+        [sys.executable, "-c", f"import {unit}"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr

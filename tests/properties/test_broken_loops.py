@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sim.scenario import load_scenario, play_file
+from sim.player import play_file
+from sim.scenario import load_scenario
 from sim.testing.campaign import fuzz, run_example
 from tests.properties.broken_loops import BUGS, broken
 

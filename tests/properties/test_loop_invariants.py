@@ -7,7 +7,7 @@ import asyncio
 
 from hypothesis import given, settings
 
-from sim.scenario import play_scenario
+from sim.player import play_scenario
 from sim.testing.campaign import run_example
 from sim.testing.strategies import scenarios
 

@@ -185,7 +185,7 @@ def test_unquoted_number_like_text_keeps_its_spelling(tmp_path: Path) -> None:
 def test_a_spelling_that_differs_still_fails_the_expectation(tmp_path: Path) -> None:
     import asyncio
 
-    from sim.scenario import play_file
+    from sim.player import play_file
 
     path = tmp_path / "differs.yaml"
     path.write_text("prompt: p\nreplies:\n  - content: '3.1'\nexpect: {final_text: 3.10}\n")

@@ -71,7 +71,7 @@ def test_cassettes_are_replayed_as_tests_of_either_api(pytester: pytest.Pytester
 
     import yaml
 
-    bundled = Path(__file__).resolve().parents[2] / "cassettes"
+    bundled = Path(__file__).resolve().parents[1] / "cassettes"
     folder = pytester.mkdir("recorded")
     for source in ("echo-42.yaml", "responses/parallel-calls.yaml"):
         (folder / source.replace("/", "-")).write_text((bundled / source).read_text())

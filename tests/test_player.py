@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sim.adapters.apis import Api
-from sim.scenario import PlayReport, play_file
+from sim.player import PlayReport, play_file
 
 ECHO = """
 prompt: Run `echo 42`.
@@ -189,7 +189,7 @@ def test_system_prompt_and_tools_are_offered_as_written(tmp_path: Path) -> None:
     assert play(tmp_path, text).passed
 
 
-BUNDLED = sorted((Path(__file__).resolve().parents[2] / "scenarios").glob("*.yaml"))
+BUNDLED = sorted((Path(__file__).resolve().parents[1] / "scenarios").glob("*.yaml"))
 
 
 def test_bundled_scenarios_cover_every_outcome_and_shell_error_code() -> None:

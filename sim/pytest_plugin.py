@@ -19,10 +19,10 @@ import pytest
 
 from sim.cassette.replay import ReplayReport, replay_file
 from sim.cassette.vcr_support import RECORD_MODES, missing_recording, missing_recording_in, sim_vcr
+from sim.player import PlayReport, play_file
 from sim.reports.build import played, replayed
 from sim.reports.html import write_report
 from sim.scenario.loader import SCENARIO_SUFFIXES
-from sim.scenario.player import PlayReport, play_file
 
 _ROOTS = pytest.StashKey[tuple[Path, ...]]()
 _CASSETTE_ROOTS = pytest.StashKey[tuple[Path, ...]]()
