@@ -23,6 +23,7 @@ from starlette.routing import Route
 from sim.cassette.answering import Miss, RecordedAnswers
 from sim.cassette.reader import Cassette, Headers
 from sim.cassette.secrets import SECRET_HEADERS, STALE_HEADERS
+from sim.core.errors import CassetteError
 from sim.server.simulator import api_error
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -44,6 +45,8 @@ class CassetteServer:
         self.received = 0
         self.received_by: Counter[str] = Counter()
         """Requests received per API (`chat`, `responses`, or `other`)."""
+        self.unreadable: list[str] = []
+        """Why requests could not be answered from the file (a compact body past the file's limit)."""
         self.app = Starlette(routes=[Route("/{path:path}", self._serve, methods=_METHODS)])
 
     @property
@@ -60,8 +63,8 @@ class CassetteServer:
         return len(self.answers.ever_played) == len(self.answers.interactions)
 
     def problems(self) -> list[str]:
-        """A line per request that matched nothing."""
-        return [str(miss) for miss in self.answers.misses]
+        """A line per request that matched nothing, or could not be answered from the file."""
+        return [str(miss) for miss in self.answers.misses] + self.unreadable
 
     def unplayed(self) -> list[str]:
         """A line per recorded interaction never requested."""
@@ -73,7 +76,15 @@ class CassetteServer:
     async def _serve(self, request: Request) -> Response:
         body = await request.body()
         self.received += 1
-        found = self.answers.match(request.method, request.url.path, body)
+        try:
+            found = self.answers.match(request.method, request.url.path, body)
+        except CassetteError as error:  # a compact body rebuilt to compare with: the file's limit was met
+            self.unreadable.append(str(error))
+            self.received_by["unmatched"] += 1
+            message = f"sim serve: the cassette cannot be read to answer this request: {error}"
+            return api_error(
+                500, message, error_type="sim_cassette_unreadable", code="sim_cassette_unreadable"
+            )
         if isinstance(found, Miss):
             self.received_by["unmatched"] += 1
             return api_error(

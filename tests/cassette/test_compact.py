@@ -241,7 +241,7 @@ def test_references_that_rebuild_into_a_bomb_are_refused(tmp_path: Path) -> None
         read_cassette(path)
 
 
-def _many_references(count: int, size: int, *, appended: bool, system: str | None = None) -> dict[str, Any]:
+def many_references(count: int, size: int, *, appended: bool, system: str | None = None) -> dict[str, Any]:
     """One request of `size` characters, then `count` requests that each extend it by one more message:
     written as sim writes appended items (`appended`), or inserted elsewhere, which only a rebuild reads."""
     messages = [message("user", "x" * size)] if system is None else [message("system", system)]
@@ -273,7 +273,7 @@ def test_references_that_rebuild_into_too_much_in_all_are_one_line_in_every_read
     1 GiB so that the test rebuilds 64 MiB, not gigabytes)."""
     monkeypatch.setattr(compact, "MAX_REBUILT_BYTES", 64 * 1024 * 1024)
     path = tmp_path / "references.yaml"
-    path.write_text(to_yaml(_many_references(100, 1024 * 1024, appended=False)))
+    path.write_text(to_yaml(many_references(100, 1024 * 1024, appended=False)))
     before = path.read_bytes()
     arguments = [command, str(path)] + (["-o", str(tmp_path / "s.yaml")] if command == "convert" else [])
     result = CliRunner().invoke(app, arguments)
@@ -292,7 +292,7 @@ def test_references_sim_writes_are_read_from_their_items_without_rebuilding(
     adds, so the file's limit is never reached (a limit of one body is enough)."""
     monkeypatch.setattr(compact, "MAX_REBUILT_BYTES", 1024 * 1024)
     path = tmp_path / "references.yaml"
-    path.write_text(to_yaml(_many_references(100, 1024 * 1024, appended=True)))
+    path.write_text(to_yaml(many_references(100, 1024 * 1024, appended=True)))
     for command in ("show", "check"):
         result = CliRunner().invoke(app, [command, str(path)])
         assert result.exit_code == 0, result.output
@@ -306,7 +306,7 @@ def test_convert_refuses_to_write_more_than_its_limit_and_writes_nothing(
     first request, and each branch: a run of its own)."""
     monkeypatch.setattr(cli, "MAX_CONVERTED_CHARS", 1024 * 1024)
     path = tmp_path / "branches.yaml"
-    path.write_text(to_yaml(_many_references(40, 0, appended=True, system="s" * 100_000)))
+    path.write_text(to_yaml(many_references(40, 0, appended=True, system="s" * 100_000)))
     result = CliRunner().invoke(app, ["convert", str(path), "-o", str(tmp_path / "s.yaml")])
     assert result.exit_code == 1
     assert f"{path}: its 41 conversations would make more than 1 MiB of scenarios; nothing written" in (

@@ -15,8 +15,11 @@ import openai
 import pytest
 import yaml
 
+from sim.cassette import compact
 from sim.cassette.reader import read_cassette
+from sim.cassette.writer import to_yaml
 from sim.server.cassette_server import CassetteServer
+from tests.cassette.test_compact import many_references
 from tests.corpus import needs_corpus, real_cassettes
 from tests.server.processes import ROOT, SIM, served
 
@@ -159,3 +162,34 @@ def test_a_cassette_with_cycle_or_nothing_to_serve_is_refused(tmp_path: Path) ->
         command = [*SIM, "serve", *args, "--port", "0"]
         done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
         assert done.returncode == code and said in done.stderr, done.stderr
+
+
+def test_a_file_whose_compact_bodies_rebuild_past_its_limit_is_a_500_in_the_apis_shape(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request that matches nothing is compared with the recorded ones, which rebuilds them: past the
+    file's limit (lowered here from 1 GiB) that is an error response and a problem, not a traceback."""
+    monkeypatch.setattr(compact, "MAX_REBUILT_BYTES", 64 * 1024 * 1024)
+    path = tmp_path / "references.yaml"
+    path.write_text(to_yaml(many_references(100, 1024 * 1024, appended=False)))
+    cassette = read_cassette(path)
+    server = CassetteServer(cassette)
+
+    async def ask() -> list[httpx2.Response]:
+        transport = httpx2.ASGITransport(app=server.app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://sim") as client:
+            first = cassette.interactions[0].request.body or b""
+            other = json.dumps({"model": "m", "messages": [{"role": "user", "content": "not recorded"}]})
+            return [
+                await client.post("/v1/chat/completions", content=first),
+                await client.post("/v1/chat/completions", content=other),
+            ]
+
+    answered, refused = asyncio.run(ask())
+    assert answered.status_code == 200
+    assert refused.status_code == 500
+    assert refused.json()["error"]["code"] == "sim_cassette_unreadable"
+    assert "rebuild to more than 64 MiB in all" in refused.json()["error"]["message"]
+    assert server.problems() == [
+        f"{path}: interaction 64: the compact request bodies rebuild to more than 64 MiB in all"
+    ]
