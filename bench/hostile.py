@@ -63,14 +63,19 @@ def run(command: list[str], folder: Path, source: Path | None) -> tuple[float, f
     with tempfile.TemporaryFile("w+") as told:
         process = subprocess.Popen(
             [sys.executable, "-m", "sim.cli", *command], cwd=folder, env=environment,
-            stdout=subprocess.DEVNULL, stderr=told, text=True,
+            stdout=told, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - started
         told.seek(0)
-        lines = [line for line in told.read().splitlines() if line.strip()]
-    said = "a traceback" if any("Traceback" in line for line in lines) else (lines[-1] if lines else "")
-    return seconds, usage.ru_maxrss / 1024, f"exit {os.waitstatus_to_exitcode(status)}: {said[-90:]}"
+        lines = told.read().splitlines()
+    refused = [line.split(": ", 1)[-1] for line in lines if "rebuild to more than" in line]
+    said = "a traceback" if any("Traceback" in line for line in lines) else (refused or [""])[0]
+    return (
+        seconds,
+        usage.ru_maxrss / 1024,
+        f"exit {os.waitstatus_to_exitcode(status)}" + (f": {said}" if said else ""),
+    )
 
 
 def main() -> None:

@@ -256,7 +256,22 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--repeats", type=int, default=3)
+    tables = ["throughput", "cassette", "proxy"]
+    parser.add_argument("--tables", nargs="+", choices=tables, default=tables, help="which tables to measure")
     options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        scenario = Path(folder) / "bench.yaml"
+        scenario.write_text(SCENARIO)
+        if "throughput" in options.tables:
+            throughput(options)
+        if "cassette" in options.tables:
+            serve_cassette_rows(Path(folder), options.repeats)
+        if "proxy" in options.tables:
+            proxy_rows(Path(folder), min(options.requests, 1000), options.repeats)
+
+
+def throughput(options: argparse.Namespace) -> None:
+    """The first table: sim serve against the bare app under load, each API, JSON and SSE."""
     with tempfile.TemporaryDirectory() as folder:
         scenario = Path(folder) / "bench.yaml"
         scenario.write_text(SCENARIO)
@@ -299,8 +314,6 @@ def main() -> None:
             for process in (sim, bare):
                 process.terminate()
                 process.wait(timeout=10)
-        serve_cassette_rows(Path(folder), options.repeats)
-        proxy_rows(Path(folder), min(options.requests, 1000), options.repeats)
 
 
 if __name__ == "__main__":
