@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sim.adapters.apis import Codec
 from sim.cassette.reader import Cassette, RecordedInteraction
@@ -408,24 +408,14 @@ class _Ends:
         """Conversation `position` now ends with `last` (continued by nothing when its request could not
         be read)."""
         self._moved[position] = last
-        shared = self._lists.pop(position, None)
-        if shared is not None:
-            views = self._by_list[shared]
-            del views[position]
-            if not views:
-                del self._by_list[shared]
+        _discard(self._by_list, self._lists.pop(position, None), position)
         if isinstance(last.messages, SharedPrefix) and not last.request_problem:
             self._lists[position] = id(last.messages.shared)
             self._by_list.setdefault(id(last.messages.shared), {})[position] = None
 
     def _index_moved(self) -> None:
         for position, last in self._moved.items():
-            earlier = self._where.pop(position, None)
-            if earlier is not None:
-                ending = self._by_dialogue[earlier]
-                del ending[position]
-                if not ending:
-                    del self._by_dialogue[earlier]
+            _discard(self._by_dialogue, self._where.pop(position, None), position)
             if last.request_problem:
                 continue
             system = _system_count(last.messages)  # read in place: a copy of the dialogue costs its length
@@ -438,3 +428,15 @@ class _Ends:
             self._by_dialogue.setdefault(key, {})[position] = reply
             self._where[position] = self._folds[position] = key
         self._moved.clear()
+
+
+_Key = TypeVar("_Key")
+
+
+def _discard(index: dict[_Key, dict[int, Any]], key: _Key | None, position: int) -> None:
+    """Take conversation `position` out of `index` under `key` (None: it is not in it)."""
+    if key is not None:
+        under = index[key]
+        del under[position]
+        if not under:
+            del index[key]
