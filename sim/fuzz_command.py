@@ -13,6 +13,7 @@ from rich.progress import Progress
 from rich.text import Text
 
 from sim.core.errors import ConfigurationError
+from sim.core.transcript import visible
 from sim.reports.build import fuzzed, fuzzed_target
 from sim.scenario.loader import load_scenario
 from sim.terminal import (
@@ -128,6 +129,7 @@ def fuzz(
             "requests": campaign.requests,
             "round_trips": campaign.round_trips,
             "raised": dict(campaign.raised),
+            "not_simulated": campaign.unsimulated,
             "violations": _as_json(campaign.violations),
             "saved": str(campaign.saved) if campaign.saved else None,
             "nothing_tested": vacuous,
@@ -137,6 +139,9 @@ def fuzz(
         said = f"{campaign.runs} runs of {target} ({chosen} profile): {campaign.requests} requests,"
         out.print(f"{said} {campaign.round_trips} tool calls answered", markup=False)
         out.print(f"raised: {counts(campaign.raised)}", markup=False)
+        if campaign.unsimulated:
+            why = visible(campaign.unsimulated_example or "")
+            out.print(f"not simulated: {campaign.unsimulated} runs (for instance {why})", markup=False)
         _say(campaign.violations)
         if campaign.saved is not None:
             again = f"sim fuzz --target {target} --replay {campaign.saved}"

@@ -21,7 +21,7 @@ from sim.core.messages import (
 )
 from sim.core.model import ModelReply, ModelRequest
 from sim.server.response_store import STORE_LIMIT_BYTES, ResponseStore
-from sim.server.tool_choice import ToolChoiceError, read_tool_choice
+from sim.server.tool_choice import ReplyTerms, ToolChoiceError, read_tool_choice, reply_terms
 
 CREATED = 1_700_000_000
 """The creation time of every reply: fixed, so that replies are byte-stable."""
@@ -35,6 +35,8 @@ class Refused:
     param: str | None = None
     code: str | None = None
     status: int = 400
+    unsimulated: bool = False
+    """Whether it is sim's own limit (the API would answer): a run that meets it is not simulated."""
 
 
 _TYPED = (
@@ -60,7 +62,10 @@ def _unsupported(body: dict[str, Any]) -> Refused | None:
     asked for out of the API's range."""
     if body.get("n") not in (None, 1):
         return Refused(
-            f"sim serves one choice per request: n must be 1, not {body['n']}.", "n", "unsupported_value"
+            f"sim serves one choice per request: n must be 1, not {body['n']}.",
+            "n",
+            "unsupported_value",
+            unsimulated=True,
         )
     top = body.get("top_logprobs")
     if top is not None and not 0 <= top <= TOP_LOGPROBS:
@@ -79,7 +84,7 @@ def refused_tool_choice(choice: Any, offered: list[str]) -> Refused | None:
     try:
         read_tool_choice(choice, offered)
     except ToolChoiceError as error:
-        return Refused(str(error), "tool_choice", "invalid_value")
+        return Refused(str(error), "tool_choice", "invalid_value", unsimulated=error.unsimulated)
     return None
 
 
@@ -90,6 +95,8 @@ class Asked:
     body: dict[str, Any]
     decoded: ModelRequest
     number: int
+    terms: ReplyTerms
+    """What the API guarantees the reply (`tool_choice`, `parallel_tool_calls`, strict functions)."""
 
     @property
     def model(self) -> str:
@@ -116,6 +123,10 @@ class WireProtocol(Protocol):
 
     def check(self, body: dict[str, Any], decoded: ModelRequest) -> Refused | None:
         """What the API refuses in what a well-formed request carries back (reasoning items)."""
+        ...
+
+    def terms(self, body: dict[str, Any]) -> ReplyTerms:
+        """What the API guarantees the reply to this request."""
         ...
 
     def reply(self, reply: ModelReply, asked: Asked, *, refusal: bool = False) -> dict[str, Any]:
@@ -175,6 +186,14 @@ class ChatProtocol:
     def decode(self, body: dict[str, Any]) -> ModelRequest:
         """`messages` and `tools`, pairing checked."""
         return chat_wire.request_from_wire(body)
+
+    def terms(self, body: dict[str, Any]) -> ReplyTerms:
+        """Functions are strict where they say `strict: true`."""
+        tools = body.get("tools") or []
+        functions = [
+            t["function"] for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict)
+        ]
+        return reply_terms(body, functions, strict=False)
 
     def check(self, body: dict[str, Any], decoded: ModelRequest) -> Refused | None:
         """Nothing travels back by reference over Chat Completions."""
@@ -293,6 +312,13 @@ class ResponsesProtocol:
             return ModelRequest(conversation, tools)
         system = SystemMessage(content=instructions)
         return ModelRequest(HistoryView(system, conversation.shared, len(conversation)), tools)
+
+    def terms(self, body: dict[str, Any]) -> ReplyTerms:
+        """Functions are strict unless they say `strict: false`."""
+        tools = body.get("tools") or []
+        return reply_terms(
+            body, [t for t in tools if isinstance(t, dict) and t.get("type") == "function"], strict=True
+        )
 
     def check(self, body: dict[str, Any], decoded: ModelRequest) -> Refused | None:
         """Reasoning items sent back as the API checks them: one sent by id alone must be one the API kept

@@ -139,7 +139,8 @@ class Simulator:
 
     def _refuse(self, number: int, refused: Refused) -> JSONResponse:
         where = f"{refused.param}: " if refused.param else ""
-        self.problems.append(f"request {number}: invalid request: {where}{refused.message}")
+        said = "not simulated" if refused.unsimulated else "invalid request"
+        self.problems.append(f"request {number}: {said}: {where}{refused.message}")
         return api_error(refused.status, refused.message, code=refused.code, param=refused.param)
 
     async def _serve(self, request: Request, protocol: WireProtocol) -> Response:
@@ -164,7 +165,7 @@ class Simulator:
             return api_error(400, f"Invalid request: {error}")
         if (refused := protocol.check(body, decoded)) is not None:
             return self._refuse(number, refused)
-        asked = Asked(body, decoded, number)
+        asked = Asked(body, decoded, number, protocol.terms(body))
         step = await self.next_step(asked)
         if isinstance(step, Response):
             return step

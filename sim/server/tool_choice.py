@@ -1,6 +1,7 @@
-"""What a request's `tool_choice` lets the model call, read the same way for both APIs: `none`, `auto`,
-`required`, one named function (Chat's `{function: {name}}`, the Responses API's flat `{name}`), or
-`allowed_tools` (Chat nests `{allowed_tools: {mode, tools}}`, the Responses API writes `{mode, tools}`)."""
+"""What a request lets the model answer, read the same way for both APIs: what its `tool_choice` lets the
+model call (`none`, `auto`, `required`, one named function: Chat's `{function: {name}}`, the Responses
+API's flat `{name}`; or `allowed_tools`: Chat nests `{allowed_tools: {mode, tools}}`, the Responses API
+writes `{mode, tools}`), whether calls may come several at once, and which functions are strict."""
 
 from __future__ import annotations
 
@@ -40,7 +41,12 @@ class ToolChoice:
 
 
 class ToolChoiceError(ValueError):
-    """A `tool_choice` the API refuses (malformed, or naming a tool that is not offered)."""
+    """A `tool_choice` the API refuses (malformed, or naming a tool that is not offered), or that sim cannot
+    honour (`unsimulated`)."""
+
+    def __init__(self, message: str, *, unsimulated: bool = False) -> None:
+        super().__init__(message)
+        self.unsimulated = unsimulated
 
 
 def _function_name(tool: Any) -> str | None:
@@ -72,7 +78,9 @@ def read_tool_choice(choice: Any, offered: Sequence[str]) -> ToolChoice:
             )
         names = [_function_name(tool) for tool in tools]
         if None in names:
-            raise ToolChoiceError("Invalid value for 'tool_choice': sim allows function tools only.")
+            raise ToolChoiceError(
+                "Invalid value for 'tool_choice': sim allows function tools only.", unsimulated=True
+            )
         _check_offered([name for name in names if name is not None], offered)
         return ToolChoice(required=mode == "required", allowed=frozenset(n for n in names if n is not None))
     name = _function_name(choice)
@@ -110,3 +118,32 @@ def _named_anywhere(choice: Any) -> list[str]:
     tools = inner.get("tools") if isinstance(inner, Mapping) else None
     entries = tools if isinstance(tools, list) else [choice]
     return [name for name in map(_function_name, entries) if name is not None]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyTerms:
+    """What the API guarantees a reply to one request: `choice` (what may be called), whether a reply may
+    hold several calls (`parallel_tool_calls`, true by default), and which functions are strict (their
+    arguments always match their schemas, unless the reply is cut at the token limit)."""
+
+    choice: ToolChoice = ToolChoice()
+    parallel: bool = True
+    strict: frozenset[str] = frozenset()
+
+
+def reply_terms(
+    body: Mapping[str, Any], functions: Sequence[Mapping[str, Any]], *, strict: bool
+) -> ReplyTerms:
+    """The terms a request's body sets, its function definitions given (`strict`: whether a function that
+    does not say is strict: false for Chat Completions, true for the Responses API)."""
+    names = [str(function.get("name")) for function in functions]
+    try:
+        choice = read_tool_choice(body.get("tool_choice"), names)
+    except ToolChoiceError:  # refused before it is answered
+        choice = ToolChoice()
+    strict_names = frozenset(
+        str(function.get("name"))
+        for function in functions
+        if (strict if function.get("strict") is None else function.get("strict") is True)
+    )
+    return ReplyTerms(choice, body.get("parallel_tool_calls") is not False, strict_names)

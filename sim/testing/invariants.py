@@ -48,8 +48,11 @@ class Violation:
         return f"{self.invariant}: {self.detail}"
 
 
-def check_requests(requests: Sequence[ModelRequest]) -> list[Violation]:
-    """The invariants a request stream shows on its own: pairing, and an append-only history."""
+def check_requests(requests: Sequence[ModelRequest], *, handoffs: bool = False) -> list[Violation]:
+    """The invariants a request stream shows on its own: pairing, and an append-only history. With
+    `handoffs` (anyone's loop) a request may change the system prompt (`instructions`) and the tools, as an
+    agent handing off to another does and the API documents; only a dropped or rewritten item of the
+    conversation breaks append-only. Our own loop keeps its system prompt."""
     found = []
     previous: list[ChatMessage] = []
     for number, request in enumerate(requests, 1):
@@ -58,12 +61,21 @@ def check_requests(requests: Sequence[ModelRequest]) -> list[Violation]:
             validate_pairing(messages)
         except MessageContractError as error:
             found.append(Violation("pairing", f"request {number}: {error}"))
-        if number > 1 and messages[: len(previous)] != previous:
+        mine, before = (_dialogue(messages), _dialogue(previous)) if handoffs else (messages, previous)
+        if number > 1 and mine[: len(before)] != before:
             found.append(Violation("append_only", f"request {number} does not extend request {number - 1}"))
-        if messages and previous and isinstance(previous[0], SystemMessage) and messages[0] != previous[0]:
+        changed = (
+            messages and previous and isinstance(previous[0], SystemMessage) and messages[0] != previous[0]
+        )
+        if changed and not handoffs:
             found.append(Violation("append_only", f"request {number} changed the system prompt"))
         previous = messages
     return found
+
+
+def _dialogue(messages: list[ChatMessage]) -> list[ChatMessage]:
+    """The messages after a leading system prompt."""
+    return messages[1:] if messages and isinstance(messages[0], SystemMessage) else messages
 
 
 def check_run(

@@ -62,7 +62,7 @@ def fuzz_test(
     @given(st.data())
     def test(data: st.DataObject) -> None:
         drawer = ReplyDrawer(data, chosen)
-        simulator = DrawingSimulator(lambda asked: drawer.draw(asked.decoded), bound)
+        simulator = DrawingSimulator(lambda asked: drawer.draw(asked.decoded, asked.terms), bound)
         run = run_once(checked, _shared_endpoint(), simulator, seconds)
         if run.simulator.received == 0:
             because = f" (it raised {type(run.raised).__name__}: {run.raised})" if run.raised else ""

@@ -1,12 +1,15 @@
 """Model replies drawn one request at a time, from what that request shows: the tools it offers (arguments
 shaped by their JSON Schemas: valid most often, then each kind of mistake) and the calls made so far.
 
-A `Profile` says what may be drawn. `api`: only what the real API has been seen to send (valid and
-schema-violating arguments, JSON cut at the token limit, a tool name it was not offered, empty text,
-`length`, `content_filter`, refusals, 429/500/503 with `Retry-After`, cut streams). `hostile`:
-everything, duplicate call ids, arguments that are JSON but not an object, and bodies that are not JSON
-included. Every draw goes through hypothesis's `data.draw`, so a failing run shrinks to its simplest
-replies.
+A `Profile` says what may be drawn. `api`: only what the real API would send for this request (valid and
+schema-violating arguments, arguments that are not JSON, JSON cut at the token limit, a tool name it was
+not offered, empty text, `length`, `content_filter`, refusals, 429/500/503 with `Retry-After`, cut
+streams), within what the request's terms guarantee: a tool called when `tool_choice` requires it (the
+named one, one of `allowed_tools`), none when it says `none`, one call at a time under
+`parallel_tool_calls: false`, and a strict function's arguments always its schema's unless the reply is cut
+at the token limit. `hostile`: everything, whatever the request says, duplicate call ids, arguments that
+are JSON but not an object, and bodies that are not JSON included. Every draw goes through hypothesis's
+`data.draw`, so a failing run shrinks to its simplest replies.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from sim.core.model import ModelRequest
+from sim.core.model import ModelRequest, ToolSpec
 from sim.scenario.schema import ScriptedErrorSpec, ScriptedReplySpec, ScriptedToolCallSpec
+from sim.server.tool_choice import ReplyTerms
 from sim.testing.schema_values import arguments as valid_arguments
 from sim.testing.schema_values import mistaken
 
@@ -49,9 +53,14 @@ _TROUBLE = {
     ],
 }
 _ARGUMENTS = {
-    Profile.api: ["valid"] * 6 + ["schema", "cut_json", "unknown_tool"],
-    Profile.hostile: ["valid"] * 4 + ["schema", "cut_json", "unknown_tool", "not_object", "reused_id"],
+    Profile.api: ["valid"] * 6 + ["schema", "not_json", "cut_json", "unknown_tool"],
+    Profile.hostile: ["valid"] * 4
+    + ["schema", "not_json", "cut_json", "unknown_tool", "not_object", "reused_id"],
 }
+_STRICT = ("valid", "cut_json")
+"""What a strict function's arguments may be under the api profile: the schema's, or cut at the limit."""
+_TEXT_TROUBLE = frozenset({"empty", "length", "content_filter", "refusal"})
+"""Trouble that is a text reply: never drawn where the request requires a call."""
 _ERRORS = [
     ScriptedErrorSpec(status=429, message="Rate limit reached for requests.", type="requests",
                       code="rate_limit_exceeded", retry_after=0.001),
@@ -90,20 +99,32 @@ class ReplyDrawer:
         self.calls_made = 0
         self.ids: list[str] = []
 
-    def draw(self, request: ModelRequest) -> ScriptedReplySpec:
-        """The reply to `request`."""
+    def draw(self, request: ModelRequest, terms: ReplyTerms | None = None) -> ScriptedReplySpec:
+        """The reply to `request`, within `terms` under the api profile (what the API guarantees it)."""
         data = self.data
+        terms = ReplyTerms() if terms is None or self.profile is Profile.hostile else terms
+        tools = self._callable(request, terms)
+        required = terms.choice.required and bool(tools)
         if self.planned is None:
             self.planned = data.draw(st.integers(0, 4), label="turns with calls")
-        trouble = data.draw(st.sampled_from([None] * 8 + _TROUBLE[self.profile]), label="trouble")
+        troubles = [t for t in _TROUBLE[self.profile] if not (required and t in _TEXT_TROUBLE)]
+        trouble = data.draw(st.sampled_from([None] * 8 + troubles), label="trouble")
         if trouble is not None:
-            return self._trouble(trouble, request)
-        if self.calling_turns < self.planned and request.tools:
+            return self._trouble(trouble, tools, terms)
+        if required or (self.calling_turns < self.planned and tools):
             self.calling_turns += 1
-            return self._calls(request)
+            return self._calls(tools, terms)
         return ScriptedReplySpec(content=data.draw(_TEXT, label="final text"))
 
-    def _trouble(self, trouble: str, request: ModelRequest) -> ScriptedReplySpec:
+    @staticmethod
+    def _callable(request: ModelRequest, terms: ReplyTerms) -> list[ToolSpec]:
+        """The offered tools a reply may call under `terms`."""
+        if terms.choice.forbidden:
+            return []
+        allowed = terms.choice.allowed
+        return [tool for tool in request.tools if allowed is None or tool.name in allowed]
+
+    def _trouble(self, trouble: str, tools: list[ToolSpec], terms: ReplyTerms) -> ScriptedReplySpec:
         data = self.data
         if trouble == "empty":
             return ScriptedReplySpec(content="")
@@ -120,21 +141,32 @@ class ReplyDrawer:
             return ScriptedReplySpec(error=error)
         if trouble == "malformed":
             return ScriptedReplySpec(content="(never sent)", malformed=True)
-        replied = self._calls(request) if request.tools else ScriptedReplySpec(content="(cut)")
+        replied = self._calls(tools, terms) if tools else ScriptedReplySpec(content="(cut)")
         cut = data.draw(st.integers(0, 3), label="chunks before the cut")
         return replied.model_copy(update={"cut_after_chunks": cut})
 
-    def _calls(self, request: ModelRequest) -> ScriptedReplySpec:
+    def _calls(self, tools: list[ToolSpec], terms: ReplyTerms) -> ScriptedReplySpec:
         data = self.data
-        count = data.draw(st.integers(1, 3), label="parallel calls")
+        count = data.draw(st.integers(1, 3), label="parallel calls") if terms.parallel else 1
         calls = []
         cut_short = False
         for _ in range(count):
-            tool = data.draw(st.sampled_from(request.tools), label="tool")
-            how = data.draw(st.sampled_from(_ARGUMENTS[self.profile]), label="arguments")
+            tool = data.draw(st.sampled_from(tools), label="tool")
+            kinds = _ARGUMENTS[self.profile]
+            if self.profile is Profile.api and (
+                tool.name in terms.strict or terms.choice.allowed is not None
+            ):
+                kinds = [kind for kind in kinds if kind in _STRICT or tool.name not in terms.strict]
+                kinds = [kind for kind in kinds if kind != "unknown_tool"]  # the choice names what is called
+            how = data.draw(st.sampled_from(kinds), label="arguments")
             name, arguments = tool.name, data.draw(valid_arguments(dict(tool.parameters)), label="arguments")
             if how == "schema":
                 arguments = data.draw(mistaken(dict(tool.parameters)), label="mistaken arguments")[1]
+            elif how == "not_json":
+                text = json.dumps(arguments, ensure_ascii=False)
+                arguments = data.draw(
+                    st.sampled_from([text[:-1], text + "}", text.replace('"', "'")]), label="not JSON"
+                )
             elif how == "cut_json":
                 text = json.dumps(arguments, ensure_ascii=False)
                 arguments = text[: data.draw(st.integers(1, max(1, len(text) - 1)), label="cut at")]

@@ -316,8 +316,9 @@ def allowed(error: BaseException, names: tuple[str, ...]) -> bool:
 def findings(run: TargetRun, allow: tuple[str, ...] = ()) -> list[Violation]:
     """What a run shows about the target, each naming the request and the reply that led to it:
 
-    - `pairing` / `append_only`: a request that breaks the API's pairing rules, or does not extend the
-      conversation before it (Responses chains rebuilt through `previous_response_id`);
+    - `pairing` / `append_only`: a request that breaks the API's pairing rules, or drops or rewrites an
+      item of the conversation before it (Responses chains rebuilt through `previous_response_id`; a
+      handoff that changes the instructions or the tools is no finding);
     - `request_after_final`: a request after a final answer (text, no calls, `stop`);
     - `runaway`: more requests than the bound, or a run that never returned;
     - `crash`: the target raised after a reply the real API can send (an exception after a scripted HTTP
@@ -326,7 +327,9 @@ def findings(run: TargetRun, allow: tuple[str, ...] = ()) -> list[Violation]:
       (`sys.exit`, `KeyboardInterrupt`): a loop must not end its caller's process.
     """
     simulator = run.simulator
-    found = check_requests(simulator.requests)
+    if unsimulated(run):
+        return []  # the run asked for what sim cannot serve: nothing after it tells about the target
+    found = check_requests(simulator.requests, handoffs=True)
     for problem in simulator.problems:
         if problem.startswith("runaway: "):
             found.append(Violation("runaway", problem.removeprefix("runaway: ")))
@@ -387,6 +390,11 @@ def describe(spec: ScriptedReplySpec | None) -> str:
     return " ".join(str(shown).split())[:300]
 
 
+def unsimulated(run: TargetRun) -> str | None:
+    """What the run asked for that sim cannot simulate (a parameter the API would honour), if anything."""
+    return next((p for p in run.simulator.problems if ": not simulated: " in p), None)
+
+
 def round_trips(run: TargetRun) -> int:
     """How many drawn calls had their result sent back in a later request: real calls that reached the
     target's tools."""
@@ -413,13 +421,19 @@ class TargetCampaign:
     failure: TargetRun | None = None
     violations: list[Violation] = field(default_factory=list)
     saved: Path | None = None
+    unsimulated: int = 0
+    """Runs that asked for what sim cannot simulate, and ended there (no finding)."""
+    unsimulated_example: str | None = None
 
     def keep(self, run: TargetRun) -> list[Violation]:
         """Count a run in; its findings."""
         self.runs += 1
         self.requests += run.simulator.received
         self.round_trips += round_trips(run)
-        if run.raised is not None:
+        if (why := unsimulated(run)) is not None:
+            self.unsimulated += 1
+            self.unsimulated_example = self.unsimulated_example or why
+        elif run.raised is not None:
             self.raised[type(run.raised).__name__] += 1
         found = findings(run, self.allow)
         if found:
@@ -437,6 +451,8 @@ class TargetCampaign:
                 f"the target never sent a request in {self.runs} runs, so nothing was tested"
                 " (does it use the client it is given?)"
             )
+        if self.runs and self.unsimulated == self.runs:
+            return f"every run asked for what sim cannot simulate ({self.unsimulated_example})"
         if every and self.runs > 1:
             return f"the target raised {name} in every one of {self.runs} runs, so nothing else was tested"
         return None
@@ -472,7 +488,7 @@ def fuzz_target(
     @given(st.data())
     def example(data: st.DataObject) -> None:
         drawer = ReplyDrawer(data, profile)
-        drawing = DrawingSimulator(lambda asked: drawer.draw(asked.decoded), bound)
+        drawing = DrawingSimulator(lambda asked: drawer.draw(asked.decoded, asked.terms), bound)
         run = run_once(target, endpoint, drawing, seconds)
         found = campaign.keep(run)
         if on_run is not None:
@@ -490,10 +506,19 @@ def fuzz_target(
     return campaign
 
 
+REPLAY_ENDS = "(the saved run ends here)"
+"""The text answer a replay sends once the saved replies are used up, so that a target whose fix makes it
+ask once more than the failing run did can finish; one more request after it is a runaway."""
+
+
 def replay_target(target: Target, scenario: Scenario, seconds: float = RUN_SECONDS) -> TargetRun:
-    """Play a saved run's replies, in order, to `target` once (what `sim fuzz --replay` does)."""
+    """Play a saved run's replies, in order, to `target` once, then one final text answer (what
+    `sim fuzz --replay` does)."""
+    ending = scenario.model_copy(
+        update={"replies": [*scenario.replies, ScriptedReplySpec(content=REPLAY_ENDS)]}
+    )
     endpoint = Endpoint()
     try:
-        return run_once(target, endpoint, Simulator(scenario), seconds)
+        return run_once(target, endpoint, Simulator(ending), seconds)
     finally:
         endpoint.close()

@@ -20,6 +20,19 @@ SEEDED = [
     (targets.asks_after_the_answer, Profile.api, "request_after_final"),
     (targets.breaks_the_chain, Profile.api, "pairing"),
     (targets.chains_without_storing, Profile.api, "pairing"),  # a request the API refuses: store false
+    (targets.careful_but_drops_invalid_json, Profile.api, "pairing"),  # a non-strict tool's arguments
+]
+
+TRUSTING = [
+    targets.requires_a_tool,
+    targets.names_its_tool,
+    targets.allows_one_tool,
+    targets.one_call_at_a_time,
+    targets.trusts_strict_arguments,
+    targets.trusts_strict_responses_arguments,
+    targets.hands_off,
+    targets.responses_hand_off,
+    targets.reads_logprobs,
 ]
 
 
@@ -58,3 +71,25 @@ def test_the_hostile_profile_sends_what_the_api_profile_never_does() -> None:
     campaign = fuzz_target(targets.careful, examples=100, seed=0, profile=Profile.hostile)
     assert {violation.invariant for violation in campaign.violations} == {"pairing"}
     assert "must be unique" in campaign.violations[0].detail  # a duplicate call id, answered twice
+
+
+@pytest.mark.parametrize("loop", TRUSTING, ids=[loop.__name__ for loop in TRUSTING])
+def test_loops_that_rely_on_what_the_api_guarantees_pass_the_api_profile(loop: Callable[..., Any]) -> None:
+    """Each sends a parameter the API documents a guarantee for (a tool must be called, that tool, one call
+    at a time, arguments that match a strict schema) and raises where it does not hold, or hands off as the
+    API documents (new instructions and tools, the conversation kept): the api profile draws only what the
+    API would send for that request, and a handoff is no `append_only`, so none is a finding."""
+    campaign = fuzz_target(loop, examples=60, seed=0, profile=Profile.api)
+    assert campaign.violations == [], campaign.violations[0].detail if campaign.violations else ""
+    assert campaign.failure is None and campaign.vacuous() is None
+    assert campaign.round_trips > 10
+
+
+def test_a_run_that_asks_for_what_sim_cannot_simulate_is_counted_not_a_finding() -> None:
+    """`n: 2` on a follow-up: the API would serve it, sim answers 400 saying it does not; the loop then
+    raises (as it would on any 400), and the run is counted as not simulated, never a crash."""
+    campaign = fuzz_target(targets.asks_for_two_choices_later, examples=60, seed=0, profile=Profile.api)
+    assert campaign.violations == [] and campaign.vacuous() is None
+    assert 0 < campaign.unsimulated < campaign.runs
+    assert campaign.unsimulated_example is not None and "n must be 1, not 2" in campaign.unsimulated_example
+    assert "BadRequestError" not in campaign.raised  # counted as not simulated, not as what it raised

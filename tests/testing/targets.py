@@ -187,6 +187,244 @@ def chains_without_storing(client: OpenAI, prompt: str, max_turns: int = 8) -> s
     return None
 
 
+STRICT_PARAMETERS = {**PARAMETERS, "additionalProperties": False}
+STRICT_TOOLS: Any = [
+    {"type": "function", "function": {"name": "get_weather", "parameters": STRICT_PARAMETERS, "strict": True}}
+]
+STRICT_RESPONSES_TOOLS: Any = [  # `strict` left out: the Responses API makes a function strict by default
+    {"type": "function", "name": "get_weather", "parameters": STRICT_PARAMETERS}
+]
+TWO_TOOLS: Any = [
+    *TOOLS,
+    {"type": "function", "function": {"name": "get_time", "parameters": PARAMETERS}},
+]
+
+
+def _trusting(
+    client: OpenAI, prompt: str, guarantee: Any, check: Any, max_turns: int = 8, tools: Any = TOOLS
+) -> str | None:
+    """A loop careful about finish reasons that sends `guarantee` (request parameters) on its first
+    request and lets `check(message)` raise where the documented guarantee does not hold."""
+    messages: list[Any] = [{"role": "user", "content": prompt}]
+    for turn in range(max_turns):
+        asked = guarantee if turn == 0 else {}
+        choice = client.chat.completions.create(model="m", messages=messages, tools=tools, **asked).choices[0]
+        if choice.finish_reason in ("length", "content_filter"):
+            return None
+        message = choice.message
+        if turn == 0:
+            check(message)
+        messages.append(message.model_dump(exclude_none=True))
+        if not message.tool_calls:
+            return message.content
+        for call in message.tool_calls:
+            messages.append(
+                {"role": "tool", "tool_call_id": call.id, "content": weather(call.function.arguments)}
+            )
+    return None
+
+
+def _calls_a_tool(message: Any) -> None:
+    if not message.tool_calls:
+        raise AssertionError("tool_choice said a tool must be called")
+
+
+def requires_a_tool(client: OpenAI, prompt: str) -> str | None:
+    """Relies on `tool_choice: required` (its first reply calls a tool), as openai-agents does before it
+    resets the choice."""
+    return _trusting(client, prompt, {"tool_choice": "required"}, _calls_a_tool)
+
+
+def names_its_tool(client: OpenAI, prompt: str) -> str | None:
+    """Relies on a named `tool_choice`: its first reply calls that function, and only it."""
+
+    def check(message: Any) -> None:
+        if not message.tool_calls or {c.function.name for c in message.tool_calls} != {"get_time"}:
+            raise AssertionError("tool_choice named get_time")
+
+    choice = {"type": "function", "function": {"name": "get_time"}}
+    return _trusting(client, prompt, {"tool_choice": choice}, check, tools=TWO_TOOLS)
+
+
+def allows_one_tool(client: OpenAI, prompt: str) -> str | None:
+    """Relies on `allowed_tools` (mode required): its first reply calls only the allowed function."""
+
+    def check(message: Any) -> None:
+        if not message.tool_calls or {c.function.name for c in message.tool_calls} != {"get_weather"}:
+            raise AssertionError("allowed_tools allowed get_weather only")
+
+    allowed = [{"type": "function", "function": {"name": "get_weather"}}]
+    choice = {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": allowed}}
+    return _trusting(client, prompt, {"tool_choice": choice}, check, tools=TWO_TOOLS)
+
+
+def one_call_at_a_time(client: OpenAI, prompt: str) -> str | None:
+    """Relies on `parallel_tool_calls: false`: never more than one call in a reply."""
+
+    def check(message: Any) -> None:
+        if len(message.tool_calls or ()) > 1:
+            raise AssertionError("parallel_tool_calls was false")
+
+    messages: list[Any] = [{"role": "user", "content": prompt}]
+    for _ in range(8):
+        choice = client.chat.completions.create(
+            model="m", messages=messages, tools=TOOLS, parallel_tool_calls=False
+        ).choices[0]
+        if choice.finish_reason in ("length", "content_filter"):
+            return None
+        check(choice.message)
+        messages.append(choice.message.model_dump(exclude_none=True))
+        if not choice.message.tool_calls:
+            return choice.message.content
+        call = choice.message.tool_calls[0]
+        messages.append(
+            {"role": "tool", "tool_call_id": call.id, "content": weather(call.function.arguments)}
+        )
+    return None
+
+
+def trusts_strict_arguments(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
+    """Relies on a strict tool (Structured Outputs): the arguments of a call that finished are the schema's,
+    read without checks; a cut reply is not read."""
+    messages: list[Any] = [{"role": "user", "content": prompt}]
+    for _ in range(max_turns):
+        choice = client.chat.completions.create(model="m", messages=messages, tools=STRICT_TOOLS).choices[0]
+        if choice.finish_reason in ("length", "content_filter"):
+            return None
+        messages.append(choice.message.model_dump(exclude_none=True))
+        if not choice.message.tool_calls:
+            return choice.message.content
+        for call in choice.message.tool_calls:
+            city = json.loads(call.function.arguments)["city"]  # the schema says so
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": f"{city}: sunny"})
+    return None
+
+
+def trusts_strict_responses_arguments(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
+    """The same over the Responses API, whose functions are strict unless they say otherwise."""
+    response = client.responses.create(model="m", input=prompt, tools=STRICT_RESPONSES_TOOLS)
+    for _ in range(max_turns):
+        if response.status == "incomplete":
+            return None
+        calls = [item for item in response.output if item.type == "function_call"]
+        if not calls:
+            return response.output_text
+        outputs: Any = [
+            {"type": "function_call_output", "call_id": c.call_id, "output": json.loads(c.arguments)["city"]}
+            for c in calls
+        ]
+        response = client.responses.create(
+            model="m", previous_response_id=response.id, input=outputs, tools=STRICT_RESPONSES_TOOLS
+        )
+    return None
+
+
+def hands_off(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
+    """After the first reply, hands off to another agent, as openai-agents does: a new system prompt and
+    other tools, the conversation kept whole."""
+    triage: Any = [{"role": "system", "content": "You triage."}, {"role": "user", "content": prompt}]
+    messages = triage
+    tools: Any = TWO_TOOLS
+    for turn in range(max_turns):
+        choice = client.chat.completions.create(model="m", messages=messages, tools=tools).choices[0]
+        if choice.finish_reason in ("length", "content_filter"):
+            return None
+        messages.append(choice.message.model_dump(exclude_none=True))
+        if turn == 0:  # the handoff: the specialist's instructions and tools, the same conversation
+            messages = [{"role": "system", "content": "You know the weather."}, *messages[1:]]
+            tools = TOOLS
+        if not choice.message.tool_calls:
+            return choice.message.content
+        for call in choice.message.tool_calls:
+            messages.append(
+                {"role": "tool", "tool_call_id": call.id, "content": weather(call.function.arguments)}
+            )
+    return None
+
+
+def responses_hand_off(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
+    """The same over the Responses API, chained: each request after the first names new `instructions`
+    ("not carried over from the previous response", the API says, "to swap out system messages")."""
+    response = client.responses.create(model="m", input=prompt, tools=RESPONSES_TOOLS, instructions="Triage.")
+    for turn in range(max_turns):
+        if response.status == "incomplete":
+            return None
+        calls = [item for item in response.output if item.type == "function_call"]
+        if not calls:
+            return response.output_text
+        outputs: Any = [
+            {"type": "function_call_output", "call_id": call.call_id, "output": weather(call.arguments)}
+            for call in calls
+        ]
+        response = client.responses.create(
+            model="m", previous_response_id=response.id, input=outputs, tools=RESPONSES_TOOLS,
+            instructions=f"Specialist {turn}.",
+        )  # fmt: skip
+    return None
+
+
+def reads_logprobs(client: OpenAI, prompt: str) -> str | None:
+    """Asks for log probabilities and reads them off the answer, as a confidence check does."""
+    messages: list[Any] = [{"role": "user", "content": prompt}]
+    for _ in range(8):
+        choice = client.chat.completions.create(
+            model="m", messages=messages, tools=TOOLS, logprobs=True, top_logprobs=2
+        ).choices[0]
+        if choice.finish_reason in ("length", "content_filter"):
+            return None
+        messages.append(choice.message.model_dump(exclude_none=True))
+        if not choice.message.tool_calls:
+            if choice.message.content and not (choice.logprobs and choice.logprobs.content):
+                raise AssertionError("logprobs were asked for")
+            return choice.message.content
+        for call in choice.message.tool_calls:
+            messages.append(
+                {"role": "tool", "tool_call_id": call.id, "content": weather(call.function.arguments)}
+            )
+    return None
+
+
+def asks_for_two_choices_later(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
+    """Careful, but its follow-ups ask for two choices (`n: 2`), which the API serves and sim does not: the
+    runs that get that far end there, not simulated; a bug after them would go unseen, not be invented."""
+    messages: list[Any] = [{"role": "user", "content": prompt}]
+    for turn in range(max_turns):
+        asked = {"n": 2} if turn else {}
+        choice = client.chat.completions.create(model="m", messages=messages, tools=TOOLS, **asked).choices[0]
+        if choice.finish_reason in ("length", "content_filter"):
+            return None
+        messages.append(choice.message.model_dump(exclude_none=True))
+        if not choice.message.tool_calls:
+            return choice.message.content
+        for call in choice.message.tool_calls:
+            messages.append(
+                {"role": "tool", "tool_call_id": call.id, "content": weather(call.function.arguments)}
+            )
+    return None
+
+
+def careful_but_drops_invalid_json(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
+    """Bug (g): careful about finish reasons, but a call whose arguments are not JSON gets no tool message
+    (the function-calling guide warns that a non-strict tool's arguments may not be valid JSON)."""
+    messages: list[Any] = [{"role": "user", "content": prompt}]
+    for _ in range(max_turns):
+        choice = _ask(client, messages)
+        if choice.finish_reason in ("length", "content_filter"):
+            return None
+        messages.append(choice.message.model_dump(exclude_none=True))
+        if not choice.message.tool_calls:
+            return choice.message.content
+        for call in choice.message.tool_calls:
+            try:
+                json.loads(call.function.arguments)
+            except ValueError:
+                continue
+            messages.append(
+                {"role": "tool", "tool_call_id": call.id, "content": weather(call.function.arguments)}
+            )
+    return None
+
+
 def never_asks(client: OpenAI, prompt: str) -> str:
     """Miswired: never uses the client."""
     return "I did not ask."

@@ -1,5 +1,7 @@
-"""Replies drawn per request: under the `api` profile only what the real API sends (unique call ids,
-object or cut-JSON arguments, offered tools or plausible hallucinated ones), under `hostile` everything."""
+"""Replies drawn per request: under the `api` profile only what the real API sends for that request (unique
+call ids, object, cut or non-JSON arguments, offered tools or plausible hallucinated ones; a call where
+`tool_choice` requires one, one call when calls may not come in parallel, a strict function's schema),
+under `hostile` everything."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from hypothesis import strategies as st
 
 from sim.core.messages import UserMessage
 from sim.core.model import ModelRequest, ToolSpec
+from sim.server.tool_choice import ReplyTerms, ToolChoice
 from sim.testing.replies import Profile, ReplyDrawer, kind_of
 
 PARAMETERS = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
@@ -29,17 +32,50 @@ def test_the_api_profile_draws_only_what_the_api_sends(data: st.DataObject) -> N
         for call in reply.tool_calls:
             assert call.id is not None
             ids.append(call.id)
-            if isinstance(call.arguments, str):  # only JSON cut at the token limit is a string
-                assert reply.finish_reason == "length"
+            if isinstance(call.arguments, str):  # JSON cut at the token limit, or not JSON (non-strict)
                 try:
                     json.loads(call.arguments)
                 except ValueError:
                     pass
                 else:
-                    raise AssertionError(f"cut arguments parse: {call.arguments!r}")
+                    raise AssertionError(f"text arguments parse: {call.arguments!r}")
             else:
                 assert isinstance(call.arguments, dict)
     assert len(ids) == len(set(ids))
+
+
+TIME = ToolSpec("get_time", "The time.", PARAMETERS)
+TWO = ModelRequest([UserMessage(content="Weather?")], (WEATHER, TIME))
+
+
+def _terms(**given: object) -> ReplyTerms:
+    return ReplyTerms(**given)  # type: ignore[arg-type]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data(), st.sampled_from(["required", "named", "allowed", "none", "single", "strict"]))
+def test_the_api_profile_keeps_what_the_request_is_guaranteed(data: st.DataObject, terms_of: str) -> None:
+    terms = {
+        "required": _terms(choice=ToolChoice(required=True)),
+        "named": _terms(choice=ToolChoice(required=True, allowed=frozenset({"get_time"}), named="get_time")),
+        "allowed": _terms(choice=ToolChoice(allowed=frozenset({"get_time"}))),
+        "none": _terms(choice=ToolChoice(forbidden=True)),
+        "single": _terms(parallel=False),
+        "strict": _terms(strict=frozenset({"get_weather", "get_time"})),
+    }[terms_of]
+    drawer = ReplyDrawer(data, Profile.api)
+    for _ in range(5):
+        reply = drawer.draw(TWO, terms)
+        names = [call.name for call in reply.tool_calls]
+        transport = reply.error is not None or reply.cut_after_chunks is not None
+        if terms.choice.required and not transport:
+            assert names, reply
+        assert terms.choice.permits(names) or (terms.choice.required and not names and transport), reply
+        if not terms.parallel:
+            assert len(names) <= 1
+        for call in reply.tool_calls:
+            if call.name in terms.strict and reply.finish_reason != "length":
+                assert isinstance(call.arguments, dict) and isinstance(call.arguments.get("city"), str), reply
 
 
 @settings(max_examples=300, deadline=None)
