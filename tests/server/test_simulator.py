@@ -339,7 +339,8 @@ class TestHonesty:
         assert response.status_code == 400, response.text
         assert response.json()["error"]["param"] == param
         assert sim.answered == 0  # the script is not consumed by a refused request
-        said = "not simulated" if param == "n" else "invalid request"  # sim's own limit, not the API's rule
+        limit = "sim serves one choice" in response.json()["error"]["message"]  # sim's own, not the API's
+        said = "not simulated" if limit else "invalid request"
         assert sim.problems[0].startswith(f"request 1: {said}: {param}: ")
 
     def test_n_1_and_logprobs_false_are_served(self) -> None:
