@@ -1,17 +1,25 @@
 """Values for a tool's JSON Schema, as hypothesis strategies: arguments that satisfy it, and each kind of
 mistake a model makes against it (a required property left out, a property of the wrong type, a property
-the schema does not have).
+the schema does not allow).
 
-Covers what tool schemas use (`type`, `properties`, `required`, `additionalProperties`, `items`, `enum`,
-`const`, `anyOf`/`oneOf`, bounds, local `$ref`s as pydantic writes them); a keyword it does not know is
-ignored, so a value may then miss a constraint, never crash the campaign. Past a few levels of nesting
-only what is required is drawn, so recursive schemas stay small.
+Covers what tool schemas use: `type`, `properties`, `required`, `additionalProperties`, `min`/`maxProperties`,
+`items`, `prefixItems`, `min`/`maxItems`, `uniqueItems`, `enum`, `const`, `anyOf`/`oneOf`/`allOf`, string
+lengths and `pattern`, numeric bounds (OpenAPI 3.0's boolean `exclusiveMaximum` too) and `multipleOf`, and
+local `$ref`s as pydantic writes them. What a value must also satisfy beyond that (`not`, `if`/`then`/`else`,
+a `oneOf` whose branches overlap, formats) is checked with `jsonschema`, the reference validator: drawn
+values it refuses are drawn again, a few times. A keyword neither knows, or a schema with no value at all,
+never crashes a campaign (a value then misses a constraint). Past a few levels of nesting only what is
+required is drawn, so recursive schemas stay small.
 """
 
 from __future__ import annotations
 
+import json
+import re
+from dataclasses import dataclass
 from typing import Any
 
+import jsonschema
 from hypothesis import strategies as st
 
 _MAX_DEPTH = 4
@@ -25,26 +33,88 @@ _WRONG = {
     "object": st.text(max_size=6),
     "null": st.integers(0, 3),
 }
+_CHECKED = frozenset({"not", "if", "then", "else", "format", "dependentRequired", "dependentSchemas",
+                      "propertyNames", "patternProperties", "contains", "unevaluatedProperties"})  # fmt: skip
+"""Keywords whose values are drawn without them and then checked by `jsonschema`."""
 
 
 def _resolved(schema: Any, root: dict[str, Any]) -> dict[str, Any]:
     for _ in range(_MAX_DEPTH * 4):
+        if schema is False:
+            return {"not": {}}  # no value at all
         if not isinstance(schema, dict):
-            return {}
+            return {}  # `true`, a reference to nothing, not a schema: anything
         reference = schema.get("$ref")
         if not isinstance(reference, str) or not reference.startswith("#/"):
             return schema
         target: Any = root
         for part in reference[2:].split("/"):
             target = target.get(part) if isinstance(target, dict) else None
-        schema = target
+        schema = (
+            {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+            if isinstance(target, dict)
+            else target
+        )
     return {}
 
 
+def _merged(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with its `allOf` folded in: properties and required joined, the rest the first said."""
+    parts = schema.get("allOf")
+    if not isinstance(parts, list):
+        return schema
+    merged = {k: v for k, v in schema.items() if k != "allOf"}
+    for part in parts:
+        part = _merged(_resolved(part, root), root)
+        properties = {**(part.get("properties") or {}), **(merged.get("properties") or {})}
+        required = [*(merged.get("required") or []), *(part.get("required") or [])]
+        merged = {**part, **merged}
+        if properties:
+            merged["properties"] = properties
+        if required:
+            merged["required"] = list(dict.fromkeys(required))
+    return merged
+
+
+def _validator(schema: dict[str, Any], root: dict[str, Any]) -> Any:
+    """The reference validator for `schema`, its `$ref`s resolved against `root`'s definitions, of the
+    draft `root` names (2020-12 when it names none)."""
+    cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
+    shared = {key: root[key] for key in ("$schema", "$defs", "definitions") if key in root}
+    return cls({**shared, **schema})
+
+
 def valid(schema: Any, root: dict[str, Any] | None = None, depth: int = 0) -> st.SearchStrategy[Any]:
-    """Values that satisfy `schema`."""
+    """Values that satisfy `schema` (as `jsonschema` judges them)."""
     root = root if root is not None else (schema if isinstance(schema, dict) else {})
-    schema = _resolved(schema, root)
+    schema = _merged(_resolved(schema, root), root)
+    drawn = _drawn(schema, root, depth)
+    if _CHECKED & set(schema) or _has_overlapping_one_of(schema):
+        return _judged(drawn, _validator(schema, root))
+    return drawn
+
+
+_TRIES = 8
+"""Values drawn for a keyword the generator does not honour, before one that `jsonschema` refuses is kept
+(a schema with no value at all must not stop a campaign)."""
+
+
+@st.composite
+def _judged(draw: st.DrawFn, drawn: st.SearchStrategy[Any], checker: Any) -> Any:
+    value = None
+    for _ in range(_TRIES):
+        value = draw(drawn)
+        if checker.is_valid(value):
+            return value
+    return value
+
+
+def _has_overlapping_one_of(schema: dict[str, Any]) -> bool:
+    choices = schema.get("oneOf")
+    return isinstance(choices, list) and len(choices) > 1
+
+
+def _drawn(schema: dict[str, Any], root: dict[str, Any], depth: int) -> st.SearchStrategy[Any]:
     if depth > 4 * _MAX_DEPTH:  # a schema that requires endless nesting has no value at all
         return st.none()
     if "const" in schema:
@@ -53,23 +123,21 @@ def valid(schema: Any, root: dict[str, Any] | None = None, depth: int = 0) -> st
         return st.sampled_from(schema["enum"])
     choices = schema.get("anyOf") or schema.get("oneOf")
     if isinstance(choices, list) and choices:
-        return st.one_of([valid(choice, root, depth + 1) for choice in choices])
+        rest = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
+        return st.one_of(
+            [valid(_merged({**rest, "allOf": [choice]}, root), root, depth + 1) for choice in choices]
+        )
     kind = schema.get("type")
     if isinstance(kind, list) and kind:
-        return st.one_of([valid({**schema, "type": one}, root, depth) for one in kind])
+        return st.one_of([_drawn({**schema, "type": one}, root, depth) for one in kind])
     if kind == "object" or (kind is None and "properties" in schema):
         return _object(schema, root, depth)
-    if kind == "array":
-        low = int(schema.get("minItems", 0))
-        if depth >= _MAX_DEPTH and not low:
-            return st.just([])
-        items = valid(schema.get("items", {}), root, depth + 1)
-        return st.lists(items, min_size=low, max_size=max(low, min(int(schema.get("maxItems", 3)), 3)))
-    if kind == "string":
-        low = int(schema.get("minLength", 0))
-        return st.text(min_size=low, max_size=max(low, min(int(schema.get("maxLength", 16)), 16)))
+    if kind == "array" or (kind is None and ("items" in schema or "prefixItems" in schema)):
+        return _array(schema, root, depth)
+    if kind == "string" or (kind is None and ("pattern" in schema or "minLength" in schema)):
+        return _string(schema)
     if kind == "integer":
-        return st.integers(_bound(schema, "minimum", 1), _bound(schema, "maximum", -1))
+        return _integers(schema)
     if kind == "number":
         return _floats(schema)
     if kind == "boolean":
@@ -79,25 +147,115 @@ def valid(schema: Any, root: dict[str, Any] | None = None, depth: int = 0) -> st
     return _SCALARS
 
 
-def _floats(schema: dict[str, Any]) -> st.SearchStrategy[float]:
-    bounds: dict[str, Any] = {"allow_nan": False, "allow_infinity": False}
-    for side, inclusive, exclusive in (
-        ("min", "minimum", "exclusiveMinimum"),
-        ("max", "maximum", "exclusiveMaximum"),
-    ):
-        if isinstance(schema.get(exclusive), int | float):
-            bounds[f"{side}_value"], bounds[f"exclude_{side}"] = float(schema[exclusive]), True
-        elif isinstance(schema.get(inclusive), int | float):
-            bounds[f"{side}_value"] = float(schema[inclusive])
-    return st.floats(**bounds)
-
-
-def _bound(schema: dict[str, Any], name: str, step: int) -> int | None:
-    exclusive = "exclusiveMinimum" if name == "minimum" else "exclusiveMaximum"
-    if isinstance(schema.get(exclusive), int | float):
-        return int(schema[exclusive]) + step
+def _number(schema: dict[str, Any], name: str) -> float | None:
     value = schema.get(name)
-    return int(value) if isinstance(value, int | float) else None
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _limits(schema: dict[str, Any]) -> tuple[float | None, bool, float | None, bool]:
+    """(low, low excluded, high, high excluded), in either draft: a number `exclusiveMinimum` (2019+) or a
+    boolean one that makes `minimum` exclusive (draft 4, OpenAPI 3.0)."""
+    low, high = _number(schema, "minimum"), _number(schema, "maximum")
+    low_out, high_out = schema.get("exclusiveMinimum") is True, schema.get("exclusiveMaximum") is True
+    if (exclusive := _number(schema, "exclusiveMinimum")) is not None and (low is None or exclusive >= low):
+        low, low_out = exclusive, True
+    if (exclusive := _number(schema, "exclusiveMaximum")) is not None and (high is None or exclusive <= high):
+        high, high_out = exclusive, True
+    return low, low_out, high, high_out
+
+
+def _integers(schema: dict[str, Any]) -> st.SearchStrategy[int]:
+    low, low_out, high, high_out = _limits(schema)
+    first = None if low is None else (int(low) + 1 if low_out and low == int(low) else -int(-low // 1))
+    last = None if high is None else (int(high) - 1 if high_out and high == int(high) else int(high // 1))
+    step = schema.get("multipleOf")
+    if isinstance(step, int) and not isinstance(step, bool) and step > 0:
+        first_k = None if first is None else -(-first // step)
+        last_k = None if last is None else last // step
+        if first_k is not None and last_k is not None and first_k > last_k:
+            return st.just(first_k * step)  # no value: one that misses a bound, never none
+        return st.integers(first_k, last_k).map(lambda k: k * step)
+    if first is not None and last is not None and first > last:
+        return st.just(first)
+    return st.integers(first, last)
+
+
+def _floats(schema: dict[str, Any]) -> st.SearchStrategy[float]:
+    low, low_out, high, high_out = _limits(schema)
+    step = _number(schema, "multipleOf")
+    if step is not None and step > 0:
+        integral: dict[str, Any] = {"type": "integer"}
+        if low is not None:
+            integral["minimum"] = int(-(-low // step)) + (1 if low_out and (low / step).is_integer() else 0)
+        if high is not None:
+            integral["maximum"] = int(high // step) - (1 if high_out and (high / step).is_integer() else 0)
+        return _integers(integral).map(lambda k: k * step)
+    if low is not None and high is not None and (low > high or (low == high and (low_out or high_out))):
+        return st.just(low)
+    return st.floats(
+        min_value=low, max_value=high, exclude_min=low_out and low is not None,
+        exclude_max=high_out and high is not None, allow_nan=False, allow_infinity=False,
+    )  # fmt: skip
+
+
+def _size(schema: dict[str, Any], low_name: str, high_name: str, cap: int) -> tuple[int, int]:
+    low = schema.get(low_name)
+    low = int(low) if isinstance(low, int) and not isinstance(low, bool) and low > 0 else 0
+    high = schema.get(high_name)
+    high = int(high) if isinstance(high, int) and not isinstance(high, bool) else low + cap
+    return low, max(low, min(high, low + cap)) if high >= low else low
+
+
+def _string(schema: dict[str, Any]) -> st.SearchStrategy[str]:
+    low, high = _size(schema, "minLength", "maxLength", 16)
+    pattern = schema.get("pattern")
+    if isinstance(pattern, str) and _readable(pattern):
+        return _judged(st.from_regex(pattern), _Lengths(low, high))
+    return st.text(min_size=low, max_size=high)
+
+
+def _readable(pattern: str) -> bool:
+    """Whether Python reads the pattern (ECMA's mostly agrees; one it cannot read is drawn plainly)."""
+    try:
+        re.compile(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return False
+    return True
+
+
+@dataclass(frozen=True, slots=True)
+class _Lengths:
+    """A check of a string's length, as `_judged` takes checks."""
+
+    low: int
+    high: int
+
+    def is_valid(self, text: str) -> bool:
+        return self.low <= len(text) <= self.high
+
+
+def _array(schema: dict[str, Any], root: dict[str, Any], depth: int) -> st.SearchStrategy[list[Any]]:
+    low, high = _size(schema, "minItems", "maxItems", 3)
+    given = schema.get("prefixItems")
+    prefix: list[Any] = given if isinstance(given, list) else []
+    rest = schema.get("items", {})
+    if depth >= _MAX_DEPTH and not low and not prefix:
+        return st.just([])
+    unique = schema.get("uniqueItems") is True
+    head = st.tuples(*(valid(item, root, depth + 1) for item in prefix)).map(list)
+    more_low, more_high = max(0, low - len(prefix)), max(0, high - len(prefix))
+    if rest is False or more_high == 0:
+        tail: st.SearchStrategy[list[Any]] = st.just([])
+    else:
+        items = valid(rest, root, depth + 1)
+        tail = st.lists(items, min_size=more_low, max_size=more_high,
+                        unique_by=(lambda v: json.dumps(v, sort_keys=True)) if unique else None)  # fmt: skip
+    joined = st.tuples(head, tail).map(lambda pair: pair[0] + pair[1])
+    if unique:
+        return joined.filter(
+            lambda values: len({json.dumps(v, sort_keys=True) for v in values}) == len(values)
+        )
+    return joined
 
 
 def _properties(schema: dict[str, Any]) -> dict[str, Any]:
@@ -107,15 +265,36 @@ def _properties(schema: dict[str, Any]) -> dict[str, Any]:
 
 def _object(schema: dict[str, Any], root: dict[str, Any], depth: int) -> st.SearchStrategy[dict[str, Any]]:
     properties = _properties(schema)
-    required = [name for name in schema.get("required") or [] if name in properties]
+    required = [name for name in schema.get("required") or [] if isinstance(name, str)]
     optional = (
         {name: valid(sub, root, depth + 1) for name, sub in properties.items() if name not in required}
         if depth < _MAX_DEPTH
         else {}
     )
-    return st.fixed_dictionaries(
-        {name: valid(properties[name], root, depth + 1) for name in required}, optional=optional
+    extra = schema.get("additionalProperties", True)
+    extra_values = (
+        None if extra is False else valid(extra if isinstance(extra, dict) else {}, root, depth + 1)
     )
+    fixed = {name: valid(properties.get(name, extra if isinstance(extra, dict) else {}), root, depth + 1)
+             for name in required}  # fmt: skip
+    drawn = st.fixed_dictionaries(fixed, optional=optional)
+    low, high = _size(schema, "minProperties", "maxProperties", 3)
+    if low == 0 and "maxProperties" not in schema:
+        return drawn
+    if extra_values is None:
+        return drawn.filter(lambda value: low <= len(value) <= high)
+    keys = st.text(min_size=1, max_size=8).filter(lambda key: key not in properties)
+    padding = st.dictionaries(keys, extra_values, max_size=max(low, 1))
+
+    def fitted(pair: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
+        value, more = pair
+        for key, item in more.items():
+            if len(value) >= low:
+                break
+            value = {**value, key: item}
+        return value
+
+    return st.tuples(drawn, padding).map(fitted).filter(lambda value: low <= len(value) <= high)
 
 
 def arguments(schema: Any) -> st.SearchStrategy[dict[str, Any]]:
@@ -126,12 +305,13 @@ def arguments(schema: Any) -> st.SearchStrategy[dict[str, Any]]:
 
 def mistaken(schema: Any) -> st.SearchStrategy[tuple[str, Any]]:
     """`(what is wrong, arguments)` for an object schema: a required property missing, one of the wrong
-    type, or one the schema does not have (each only where the schema makes it a mistake)."""
+    type, or one the schema does not allow (each only where the schema makes it a mistake); where it makes
+    none, `("nothing to get wrong", valid arguments)`."""
     root = schema if isinstance(schema, dict) else {}
-    schema = _resolved(schema, root)
+    schema = _merged(_resolved(schema, root), root)
     properties = _properties(schema)
     required = [name for name in schema.get("required") or [] if name in properties]
-    good = arguments(schema)
+    good = arguments(root)
     kinds: list[st.SearchStrategy[tuple[str, Any]]] = []
     if required:
         kinds.append(
@@ -151,6 +331,9 @@ def mistaken(schema: Any) -> st.SearchStrategy[tuple[str, Any]]:
                 )
             )
         )
-    extra = f"unexpected_{len(properties)}"
-    kinds.append(good.map(lambda value: ("an extra property", {**value, extra: "?"})))
+    if schema.get("additionalProperties") is False:
+        extra = f"unexpected_{len(properties)}"
+        kinds.append(good.map(lambda value: ("an extra property", {**value, extra: "?"})))
+    if not kinds:
+        return good.map(lambda value: ("nothing to get wrong", value))
     return st.one_of(kinds)
