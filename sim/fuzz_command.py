@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from hypothesis.database import ExampleDatabase
 from rich.progress import Progress
 from rich.text import Text
 
@@ -29,6 +30,7 @@ from sim.terminal import (
 )
 from sim.testing.campaign import fuzz as fuzz_campaign
 from sim.testing.campaign import save_scenario
+from sim.testing.databases import example_database
 from sim.testing.invariants import Violation
 from sim.testing.replies import Profile
 from sim.testing.target import (
@@ -80,12 +82,23 @@ def fuzz(
         list[str] | None,
         typer.Option(help="With --target: an exception type it may raise (by name; repeat for more)."),
     ] = None,
+    database: Annotated[
+        str | None,
+        typer.Option(
+            help="Keep failing runs here and run them first next time: a folder, redis://HOST:PORT (shared"
+            " by CI workers and HypoFuzz nodes), or github:OWNER/REPO (read-only, CI's artifact)."
+        ),
+    ] = None,
     as_json: JsonFlag = False,
     html_report: ReportFile = None,
 ) -> None:
     """Fuzz a loop's invariants with hostile model behaviour; save the smallest failing scenario."""
     if examples < 1:
         raise usage_error("--examples must be at least 1")
+    try:
+        kept = None if database is None else example_database(database)
+    except ConfigurationError as error:
+        raise usage_error(str(error)) from None
     if target is None:
         if replay is not None:
             raise usage_error("--replay needs --target (our own loop's failures replay with `sim play FILE`)")
@@ -93,7 +106,7 @@ def fuzz(
             raise usage_error(
                 "our own loop is fuzzed with the hostile profile: its contract covers everything"
             )
-        _own_loop(examples, seed, via, save, as_json, html_report)
+        _own_loop(examples, seed, via, save, as_json, html_report, kept)
         return
     if bound < 1:
         raise usage_error("--bound must be at least 1")
@@ -118,6 +131,7 @@ def fuzz(
             allow=tuple(allow or ()),
             seconds=run_seconds,
             on_run=advance,
+            database=kept,
         )
     if campaign.failure is not None:
         campaign.saved = _save(campaign, save, seed)
@@ -194,11 +208,19 @@ def _replay(function: Target, file: Path, allow: tuple[str, ...], seconds: float
 
 
 def _own_loop(
-    examples: int, seed: int, via: PlayVia, save: Path, as_json: bool, html_report: Path | None
+    examples: int,
+    seed: int,
+    via: PlayVia,
+    save: Path,
+    as_json: bool,
+    html_report: Path | None,
+    database: ExampleDatabase | None,
 ) -> None:
     with Progress(console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
         advance = partial(bar.advance, bar.add_task("fuzzing", total=examples))
-        report = fuzz_campaign(examples=examples, seed=seed, via=via.value, save_dir=save, on_run=advance)
+        report = fuzz_campaign(
+            examples=examples, seed=seed, via=via.value, save_dir=save, on_run=advance, database=database
+        )
     write_report_if_asked(html_report, lambda: fuzzed(report, None))
     violations = report.failure.violations if report.failure else []
     if as_json:

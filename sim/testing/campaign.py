@@ -16,6 +16,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
+from hypothesis.database import ExampleDatabase
 
 from sim.cassette.session import result_from_text
 from sim.cassette.writer import to_yaml, write_atomically
@@ -25,6 +26,7 @@ from sim.core.scripted import ScriptedApprover
 from sim.player import Via, connect
 from sim.scenario.schema import Scenario
 from sim.scenario.world import build_world
+from sim.testing.databases import Namespaced
 from sim.testing.invariants import Violation, check_run
 from sim.testing.oracle import expect
 from sim.testing.strategies import scenarios
@@ -72,14 +74,14 @@ async def run_example(
     return ExampleRun(scenario, ending, violations)
 
 
-def campaign_settings(examples: int) -> settings:
-    """Hypothesis settings of a campaign: no deadline, no example database (a seed says it all), generate
-    and shrink only, one bug reported."""
+def campaign_settings(examples: int, database: ExampleDatabase | None = None) -> settings:
+    """Hypothesis settings of a campaign: no deadline, generate and shrink, one bug reported; with a
+    `database`, the failures it holds replayed first and new ones kept there (else a seed says it all)."""
     return settings(
         max_examples=examples,
         deadline=None,
-        database=None,
-        phases=(Phase.generate, Phase.shrink),
+        database=database,
+        phases=(Phase.reuse, Phase.generate, Phase.shrink) if database else (Phase.generate, Phase.shrink),
         suppress_health_check=list(HealthCheck),
         report_multiple_bugs=False,
         print_blob=False,
@@ -109,11 +111,14 @@ def fuzz(
     runner_factory: RunnerFactory = AgentRunner,
     save_dir: Path | None = None,
     on_run: Callable[[], None] | None = None,
+    database: ExampleDatabase | None = None,
 ) -> FuzzReport:
-    """Run `examples` drawn scenarios (more while shrinking a failure); deterministic for a given `seed`."""
+    """Run `examples` drawn scenarios (more while shrinking a failure); deterministic for a given `seed`;
+    with a `database`, the failures it keeps are run first and new ones kept there."""
     report = FuzzReport()
+    kept = None if database is None else Namespaced(database, f"sim fuzz own loop {via}")
 
-    @campaign_settings(examples)
+    @campaign_settings(examples, kept)
     @hypothesis_seed(seed)
     @given(scenarios())
     def campaign(scenario: Scenario) -> None:

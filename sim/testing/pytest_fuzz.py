@@ -8,11 +8,14 @@ failing run and replays it first next time.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis.database import ExampleDatabase
 
+from sim.testing.databases import Namespaced, example_database
 from sim.testing.replies import Profile, ReplyDrawer
 from sim.testing.target import (
     BOUND,
@@ -44,6 +47,7 @@ def fuzz_test(
     bound: int = BOUND,
     allow: tuple[str, ...] = (),
     seconds: float = RUN_SECONDS,
+    database: ExampleDatabase | str | Path | None = None,
 ) -> Callable[..., None]:
     """A hypothesis test that fuzzes `target` (`FUNC(client)` or `FUNC(client, prompt)`, sync or async):
 
@@ -52,13 +56,20 @@ def fuzz_test(
     Each example is one run with replies drawn from the tools the target offers; it fails with the
     findings and the drawn replies as a scenario `sim serve` plays. A run that sends no request fails
     too: it tested nothing. `allow` names the exception types the target is documented to raise (counted,
-    not crashes); a run taking over `seconds` is a runaway. `ConfigurationError` here, at collection,
-    when the signature does not fit.
+    not crashes); a run taking over `seconds` is a runaway. Failing runs are kept in `database` (a
+    hypothesis `ExampleDatabase`, or what `sim fuzz --database` takes: a folder, `redis://HOST:PORT`,
+    `github:OWNER/REPO`; the settings profile's database when None) under the target's name, and run
+    first next time. `ConfigurationError` here, at collection, when the signature does not fit.
     """
     checked = target if isinstance(target, Target) else target_of(target)
     chosen = Profile(profile)
+    given_database = example_database(database) if isinstance(database, str | Path) else database
+    kept = given_database if given_database is not None else settings().database
+    namespaced = None if kept is None else Namespaced(kept, f"fuzz_test {checked.name} {chosen}")
 
-    @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), database=namespaced
+    )
     @given(st.data())
     def test(data: st.DataObject) -> None:
         drawer = ReplyDrawer(data, chosen)

@@ -31,6 +31,7 @@ import uvicorn
 from hypothesis import given
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
+from hypothesis.database import ExampleDatabase
 from starlette.responses import Response
 
 from sim.cassette.writer import to_yaml
@@ -43,6 +44,7 @@ from sim.server.protocols import Asked
 from sim.server.serve import base_url, listen
 from sim.server.simulator import Simulator, api_error
 from sim.testing.campaign import campaign_settings
+from sim.testing.databases import Namespaced
 from sim.testing.invariants import Violation, check_requests
 from sim.testing.replies import COUNTED, Profile, ReplyDrawer, kind_of
 
@@ -477,13 +479,16 @@ def fuzz_target(
     allow: tuple[str, ...] = (),
     seconds: float = RUN_SECONDS,
     on_run: Callable[[], None] | None = None,
+    database: ExampleDatabase | None = None,
 ) -> TargetCampaign:
-    """A campaign against `target`: every run counted, and the smallest failing run with its findings."""
+    """A campaign against `target`: every run counted, and the smallest failing run with its findings;
+    with a `database`, the failures it keeps for this target are run first and new ones kept there."""
     target = target if isinstance(target, Target) else target_of(target)
     endpoint = Endpoint()
     campaign = TargetCampaign(target.name, profile, allow)
+    kept = None if database is None else Namespaced(database, f"sim fuzz --target {target.name} {profile}")
 
-    @campaign_settings(examples)
+    @campaign_settings(examples, kept)
     @hypothesis_seed(seed)
     @given(st.data())
     def example(data: st.DataObject) -> None:

@@ -1,0 +1,129 @@
+"""Failing runs kept in hypothesis's example databases and run first by the next campaign, on this
+machine (a folder) or shared (a real `redis-server` on 127.0.0.1, started here; skipped, saying so, where
+the binary is absent); each target's runs under a key of its own."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase, InMemoryExampleDatabase
+
+from sim.core.errors import ConfigurationError
+from sim.testing import fuzz_test
+from sim.testing.databases import Namespaced, example_database
+from sim.testing.target import fuzz_target
+from tests.testing import targets
+
+SIM = [sys.executable, "-m", "sim.cli"]
+
+
+def found_in_one_example(database: ExampleDatabase | None, seed: int) -> bool:
+    """Whether a campaign of one drawn example, with this seed, finds the seeded bug."""
+    campaign = fuzz_target(targets.drops_invalid_json, examples=1, seed=seed, database=database)
+    return campaign.failure is not None
+
+
+def test_a_failure_kept_in_a_folder_is_run_first_by_the_next_campaign(tmp_path: Path) -> None:
+    database = DirectoryBasedExampleDatabase(tmp_path / "db")
+    assert not found_in_one_example(None, seed=7)  # one example of seed 7 does not find it on its own
+    first = fuzz_target(targets.drops_invalid_json, examples=60, seed=0, database=database)
+    assert first.failure is not None
+    assert found_in_one_example(database, seed=7)  # the kept failure runs first
+    assert fuzz_target(targets.careful, examples=5, seed=0, database=database).violations == []
+
+
+def test_each_target_keeps_its_runs_under_its_own_key() -> None:
+    shared = InMemoryExampleDatabase()
+    fuzz_target(targets.drops_invalid_json, examples=60, seed=0, database=shared)
+    keys = set(shared.data)
+    assert keys and all(key.startswith(b"sim fuzz --target drops_invalid_json api\x00")
+                        for key in keys)  # fmt: skip
+    other = Namespaced(shared, "sim fuzz --target careful api")
+    assert not any(list(other.fetch(key.split(b"\x00", 1)[1])) for key in keys)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("needs redis-server (Debian's redis-server package; .ci/run installs it), not here")
+    port = _free_port()
+    folder = tmp_path_factory.mktemp("redis")
+    server = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(folder)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_a_failure_kept_in_redis_is_run_first_by_another_machines_campaign(redis_url: str) -> None:
+    """Two databases opened on the same server, as two CI workers would."""
+    found = fuzz_target(targets.drops_invalid_json, examples=60, seed=0, database=example_database(redis_url))
+    assert found.failure is not None
+    assert found_in_one_example(example_database(redis_url), seed=7)
+
+
+def test_the_cli_keeps_and_replays_through_database(tmp_path: Path) -> None:
+    target = "tests.testing.targets:drops_invalid_json"
+    common = [*SIM, "fuzz", "--target", target, "--database", str(tmp_path / "db"), "--save", str(tmp_path)]
+    first = subprocess.run([*common, "--examples", "60"], capture_output=True, text=True, timeout=300)
+    assert first.returncode == 1, first.stdout + first.stderr
+    again = subprocess.run([*common, "--examples", "1", "--seed", "7"], capture_output=True, text=True,
+                           timeout=300)  # fmt: skip
+    assert again.returncode == 1 and "! pairing:" in again.stdout, again.stdout + again.stderr
+
+
+def test_a_database_that_cannot_be_used_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConfigurationError, match="is a file"):
+        example_database(tmp_path / "file")
+    with pytest.raises(ConfigurationError, match=r"github:OWNER/REPO"):
+        example_database("github:nobody")
+    with pytest.raises(ConfigurationError, match=r"redis://127\.0\.0\.1:\d+/0: cannot reach it"):
+        example_database(f"redis://127.0.0.1:{_free_port()}/0")
+    with pytest.raises(ConfigurationError) as refused:
+        example_database(f"redis://user:s3cret@127.0.0.1:{_free_port()}/0")
+    assert "s3cret" not in str(refused.value)
+    done = subprocess.run([*SIM, "fuzz", "--target", "tests.testing.targets:careful", "--database",
+                           str(tmp_path / "file")], capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2 and done.stderr.count("\n") == 1 and "is a file" in done.stderr
+
+
+def test_fuzz_test_keeps_its_failures_where_it_is_told(tmp_path: Path) -> None:
+    """A `fuzz_test` in a user's suite, called as pytest calls it: its failure is kept in the database it
+    names under the target's own key; a database named by a string is read as `--database` reads it, and
+    one that cannot be used is refused at collection."""
+    database = InMemoryExampleDatabase()
+    with pytest.raises(AssertionError, match="request_after_final"):
+        fuzz_test(targets.asks_after_the_answer, examples=3, database=database)()
+    assert database.data
+    assert all(key.startswith(b"fuzz_test asks_after_the_answer api\x00") for key in database.data)
+    assert callable(fuzz_test(targets.careful, database=str(tmp_path / "db")))
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConfigurationError, match="is a file"):
+        fuzz_test(targets.careful, database=str(tmp_path / "file"))
