@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase, InMemoryExampleDatabase
+from openai import OpenAI
 
 from sim.core.errors import ConfigurationError
 from sim.testing import fuzz_test
@@ -119,11 +120,17 @@ def test_fuzz_test_keeps_its_failures_where_it_is_told(tmp_path: Path) -> None:
     names under the target's own key; a database named by a string is read as `--database` reads it, and
     one that cannot be used is refused at collection."""
     database = InMemoryExampleDatabase()
-    with pytest.raises(AssertionError, match="request_after_final"):
-        fuzz_test(targets.asks_after_the_answer, examples=3, database=database)()
+    with pytest.raises(AssertionError, match="orphan tool result"):
+        fuzz_test(sends_an_orphan_result, examples=3, database=database)()
     assert database.data
-    assert all(key.startswith(b"fuzz_test asks_after_the_answer api\x00") for key in database.data)
+    assert all(key.startswith(b"fuzz_test sends_an_orphan_result api\x00") for key in database.data)
     assert callable(fuzz_test(targets.careful, database=str(tmp_path / "db")))
     (tmp_path / "file").write_text("x")
     with pytest.raises(ConfigurationError, match="is a file"):
         fuzz_test(targets.careful, database=str(tmp_path / "file"))
+
+
+def sends_an_orphan_result(client: OpenAI, prompt: str) -> None:
+    """Fails at its first request whatever is drawn (a result for no call), so its failure shrinks at once."""
+    orphan = {"role": "tool", "tool_call_id": "call_nobody", "content": "?"}
+    client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}, orphan])
