@@ -153,11 +153,10 @@ class ReplyDrawer:
         for _ in range(count):
             tool = data.draw(st.sampled_from(tools), label="tool")
             kinds = _ARGUMENTS[self.profile]
-            if self.profile is Profile.api and (
-                tool.name in terms.strict or terms.choice.allowed is not None
-            ):
-                kinds = [kind for kind in kinds if kind in _STRICT or tool.name not in terms.strict]
-                kinds = [kind for kind in kinds if kind != "unknown_tool"]  # the choice names what is called
+            if self.profile is Profile.api and tool.name in terms.strict:
+                kinds = [kind for kind in kinds if kind in _STRICT]
+            if self.profile is Profile.api and (terms.choice.required or terms.choice.allowed is not None):
+                kinds = [kind for kind in kinds if kind != "unknown_tool"]  # the request says what is called
             how = data.draw(st.sampled_from(kinds), label="arguments")
             name, arguments = tool.name, data.draw(valid_arguments(dict(tool.parameters)), label="arguments")
             if how == "schema":

@@ -1,5 +1,5 @@
 """`sim/core` imports only the standard library, pydantic and itself; no circle between the packages of `sim`,
-and each imports on its own."""
+and the simulator imports on its own."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import ast
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 import sim.core
 
@@ -74,11 +72,10 @@ def test_no_circle_between_packages() -> None:
     assert {"sim.core", "sim.cassette", "sim.server", "sim.scenario", "sim.testing"} <= set(graph)
 
 
-@pytest.mark.parametrize("unit", sorted(u for u in package_imports() if (CORE.parent / u[4:]).is_dir()))
-def test_each_package_imports_on_its_own(unit: str) -> None:
-    """In a fresh interpreter, as a user's `from sim.server import Simulator` does (a circle between two
-    packages fails only when the wrong one is imported first)."""
+def test_the_package_users_import_first_imports_on_its_own() -> None:
+    """In a fresh interpreter, as a user's `from sim.server import Simulator` does: a circle between two
+    packages fails only when the wrong one is imported first (the walk above finds any circle)."""
     done = subprocess.run(
-        [sys.executable, "-c", f"import {unit}"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", "from sim.server import Simulator"], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr

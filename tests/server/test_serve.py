@@ -189,10 +189,10 @@ def _stalled_clients(base_url: str) -> list[socket.socket]:
     return [half, unread]
 
 
-@pytest.mark.parametrize("interrupts", [1, 2])
-def test_ctrl_c_stops_within_seconds_while_clients_stall(tmp_path: Path, interrupts: int) -> None:
+def test_ctrl_c_stops_within_seconds_while_clients_stall(tmp_path: Path) -> None:
     """A client that half-sent its body and one that does not read a long stream hold connections open;
-    Ctrl-C (or two in a row, as an impatient user presses it) ends `sim serve` in seconds, no traceback."""
+    Ctrl-C, pressed twice in a row as an impatient user does, ends `sim serve` in seconds, no traceback."""
+    interrupts = 2
     script = tmp_path / "long.yaml"
     words = " ".join(f"word{n}" for n in range(20_000))
     script.write_text(f"prompt: p\nlatency: {{between_chunks: 0.001}}\nreplies:\n  - content: {words}\n")

@@ -69,7 +69,7 @@ def test_the_api_profile_keeps_what_the_request_is_guaranteed(data: st.DataObjec
         names = [call.name for call in reply.tool_calls]
         transport = reply.error is not None or reply.cut_after_chunks is not None
         if terms.choice.required and not transport:
-            assert names, reply
+            assert names and set(names) <= {tool.name for tool in TWO.tools}, reply  # offered, none made up
         assert terms.choice.permits(names) or (terms.choice.required and not names and transport), reply
         if not terms.parallel:
             assert len(names) <= 1
