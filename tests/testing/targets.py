@@ -200,104 +200,93 @@ TWO_TOOLS: Any = [
 ]
 
 
-def _trusting(
-    client: OpenAI, prompt: str, guarantee: Any, check: Any, max_turns: int = 8, tools: Any = TOOLS
+def _careful_chat(
+    client: OpenAI,
+    prompt: str,
+    *,
+    asked: Any = lambda turn: {},
+    check: Any = lambda turn, choice: None,
+    result: Any = lambda call: weather(call.function.arguments),
+    tools: Any = TOOLS,
+    max_turns: int = 8,
 ) -> str | None:
-    """A loop careful about finish reasons that sends `guarantee` (request parameters) on its first
-    request and lets `check(message)` raise where the documented guarantee does not hold."""
+    """The careful Chat loop (stops at `length` and `content_filter`, answers every call) with hooks: the
+    parameters `asked(turn)` adds to a request, `check(turn, choice)` that raises where a guarantee did not
+    hold, and the `result(call)` of each call (None: the call gets no tool message)."""
     messages: list[Any] = [{"role": "user", "content": prompt}]
     for turn in range(max_turns):
-        asked = guarantee if turn == 0 else {}
-        choice = client.chat.completions.create(model="m", messages=messages, tools=tools, **asked).choices[0]
+        choice = client.chat.completions.create(model="m", messages=messages, tools=tools, **asked(turn))
+        choice = choice.choices[0]
         if choice.finish_reason in ("length", "content_filter"):
             return None
-        message = choice.message
-        if turn == 0:
-            check(message)
-        messages.append(message.model_dump(exclude_none=True))
-        if not message.tool_calls:
-            return message.content
-        for call in message.tool_calls:
-            messages.append(
-                {"role": "tool", "tool_call_id": call.id, "content": weather(call.function.arguments)}
-            )
+        check(turn, choice)
+        messages.append(choice.message.model_dump(exclude_none=True))
+        if not choice.message.tool_calls:
+            return choice.message.content
+        for call in choice.message.tool_calls:
+            if (content := result(call)) is not None:
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
     return None
 
 
-def _calls_a_tool(message: Any) -> None:
-    if not message.tool_calls:
-        raise AssertionError("tool_choice said a tool must be called")
+def _first(guarantee: dict[str, Any]) -> Any:
+    """`asked` for a guarantee sent on the first request only (as openai-agents resets `tool_choice`)."""
+    return lambda turn: guarantee if turn == 0 else {}
 
 
 def requires_a_tool(client: OpenAI, prompt: str) -> str | None:
     """Relies on `tool_choice: required` (its first reply calls a tool), as openai-agents does before it
     resets the choice."""
-    return _trusting(client, prompt, {"tool_choice": "required"}, _calls_a_tool)
+
+    def check(turn: int, choice: Any) -> None:
+        if turn == 0 and not choice.message.tool_calls:
+            raise AssertionError("tool_choice said a tool must be called")
+
+    return _careful_chat(client, prompt, asked=_first({"tool_choice": "required"}), check=check)
+
+
+def _calls_only(name: str, why: str) -> Any:
+    def check(turn: int, choice: Any) -> None:
+        calls = choice.message.tool_calls
+        if turn == 0 and (not calls or {c.function.name for c in calls} != {name}):
+            raise AssertionError(why)
+
+    return check
 
 
 def names_its_tool(client: OpenAI, prompt: str) -> str | None:
     """Relies on a named `tool_choice`: its first reply calls that function, and only it."""
-
-    def check(message: Any) -> None:
-        if not message.tool_calls or {c.function.name for c in message.tool_calls} != {"get_time"}:
-            raise AssertionError("tool_choice named get_time")
-
     choice = {"type": "function", "function": {"name": "get_time"}}
-    return _trusting(client, prompt, {"tool_choice": choice}, check, tools=TWO_TOOLS)
+    check = _calls_only("get_time", "tool_choice named get_time")
+    return _careful_chat(client, prompt, asked=_first({"tool_choice": choice}), check=check, tools=TWO_TOOLS)
 
 
 def allows_one_tool(client: OpenAI, prompt: str) -> str | None:
     """Relies on `allowed_tools` (mode required): its first reply calls only the allowed function."""
-
-    def check(message: Any) -> None:
-        if not message.tool_calls or {c.function.name for c in message.tool_calls} != {"get_weather"}:
-            raise AssertionError("allowed_tools allowed get_weather only")
-
     allowed = [{"type": "function", "function": {"name": "get_weather"}}]
     choice = {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": allowed}}
-    return _trusting(client, prompt, {"tool_choice": choice}, check, tools=TWO_TOOLS)
+    check = _calls_only("get_weather", "allowed_tools allowed get_weather only")
+    return _careful_chat(client, prompt, asked=_first({"tool_choice": choice}), check=check, tools=TWO_TOOLS)
 
 
 def one_call_at_a_time(client: OpenAI, prompt: str) -> str | None:
     """Relies on `parallel_tool_calls: false`: never more than one call in a reply."""
 
-    def check(message: Any) -> None:
-        if len(message.tool_calls or ()) > 1:
+    def check(turn: int, choice: Any) -> None:
+        if len(choice.message.tool_calls or ()) > 1:
             raise AssertionError("parallel_tool_calls was false")
 
-    messages: list[Any] = [{"role": "user", "content": prompt}]
-    for _ in range(8):
-        choice = client.chat.completions.create(
-            model="m", messages=messages, tools=TOOLS, parallel_tool_calls=False
-        ).choices[0]
-        if choice.finish_reason in ("length", "content_filter"):
-            return None
-        check(choice.message)
-        messages.append(choice.message.model_dump(exclude_none=True))
-        if not choice.message.tool_calls:
-            return choice.message.content
-        call = choice.message.tool_calls[0]
-        messages.append(
-            {"role": "tool", "tool_call_id": call.id, "content": weather(call.function.arguments)}
-        )
-    return None
+    return _careful_chat(client, prompt, asked=lambda turn: {"parallel_tool_calls": False}, check=check)
 
 
-def trusts_strict_arguments(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
+def trusts_strict_arguments(client: OpenAI, prompt: str) -> str | None:
     """Relies on a strict tool (Structured Outputs): the arguments of a call that finished are the schema's,
     read without checks; a cut reply is not read."""
-    messages: list[Any] = [{"role": "user", "content": prompt}]
-    for _ in range(max_turns):
-        choice = client.chat.completions.create(model="m", messages=messages, tools=STRICT_TOOLS).choices[0]
-        if choice.finish_reason in ("length", "content_filter"):
-            return None
-        messages.append(choice.message.model_dump(exclude_none=True))
-        if not choice.message.tool_calls:
-            return choice.message.content
-        for call in choice.message.tool_calls:
-            city = json.loads(call.function.arguments)["city"]  # the schema says so
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": f"{city}: sunny"})
-    return None
+
+    def unchecked(call: Any) -> str:
+        return f"{json.loads(call.function.arguments)['city']}: sunny"  # the schema says so
+
+    return _careful_chat(client, prompt, result=unchecked, tools=STRICT_TOOLS)
 
 
 def trusts_strict_responses_arguments(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
@@ -365,64 +354,35 @@ def responses_hand_off(client: OpenAI, prompt: str, max_turns: int = 8) -> str |
 
 def reads_logprobs(client: OpenAI, prompt: str) -> str | None:
     """Asks for log probabilities and reads them off the answer, as a confidence check does."""
-    messages: list[Any] = [{"role": "user", "content": prompt}]
-    for _ in range(8):
-        choice = client.chat.completions.create(
-            model="m", messages=messages, tools=TOOLS, logprobs=True, top_logprobs=2
-        ).choices[0]
-        if choice.finish_reason in ("length", "content_filter"):
-            return None
-        messages.append(choice.message.model_dump(exclude_none=True))
-        if not choice.message.tool_calls:
-            if choice.message.content and not (choice.logprobs and choice.logprobs.content):
-                raise AssertionError("logprobs were asked for")
-            return choice.message.content
-        for call in choice.message.tool_calls:
-            messages.append(
-                {"role": "tool", "tool_call_id": call.id, "content": weather(call.function.arguments)}
-            )
-    return None
+
+    def check(turn: int, choice: Any) -> None:
+        answer = choice.message.content if not choice.message.tool_calls else None
+        if answer and not (choice.logprobs and choice.logprobs.content):
+            raise AssertionError("logprobs were asked for")
+
+    return _careful_chat(
+        client, prompt, asked=lambda turn: {"logprobs": True, "top_logprobs": 2}, check=check
+    )
 
 
-def asks_for_two_choices_later(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
+def asks_for_two_choices_later(client: OpenAI, prompt: str) -> str | None:
     """Careful, but its follow-ups ask for two choices (`n: 2`), which the API serves and sim does not: the
     runs that get that far end there, not simulated; a bug after them would go unseen, not be invented."""
-    messages: list[Any] = [{"role": "user", "content": prompt}]
-    for turn in range(max_turns):
-        asked = {"n": 2} if turn else {}
-        choice = client.chat.completions.create(model="m", messages=messages, tools=TOOLS, **asked).choices[0]
-        if choice.finish_reason in ("length", "content_filter"):
-            return None
-        messages.append(choice.message.model_dump(exclude_none=True))
-        if not choice.message.tool_calls:
-            return choice.message.content
-        for call in choice.message.tool_calls:
-            messages.append(
-                {"role": "tool", "tool_call_id": call.id, "content": weather(call.function.arguments)}
-            )
-    return None
+    return _careful_chat(client, prompt, asked=lambda turn: {"n": 2} if turn else {})
 
 
-def careful_but_drops_invalid_json(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
+def careful_but_drops_invalid_json(client: OpenAI, prompt: str) -> str | None:
     """Bug (g): careful about finish reasons, but a call whose arguments are not JSON gets no tool message
     (the function-calling guide warns that a non-strict tool's arguments may not be valid JSON)."""
-    messages: list[Any] = [{"role": "user", "content": prompt}]
-    for _ in range(max_turns):
-        choice = _ask(client, messages)
-        if choice.finish_reason in ("length", "content_filter"):
+
+    def unless_invalid(call: Any) -> str | None:
+        try:
+            json.loads(call.function.arguments)
+        except ValueError:
             return None
-        messages.append(choice.message.model_dump(exclude_none=True))
-        if not choice.message.tool_calls:
-            return choice.message.content
-        for call in choice.message.tool_calls:
-            try:
-                json.loads(call.function.arguments)
-            except ValueError:
-                continue
-            messages.append(
-                {"role": "tool", "tool_call_id": call.id, "content": weather(call.function.arguments)}
-            )
-    return None
+        return weather(call.function.arguments)
+
+    return _careful_chat(client, prompt, result=unless_invalid)
 
 
 def never_asks(client: OpenAI, prompt: str) -> str:
