@@ -9,14 +9,20 @@ Then the target rows: `sim fuzz --target examples.openai_loop:run_agent` (a raw 
 to the drawing simulator on 127.0.0.1) in this process, and the same campaign as two `fuzz_test` tests
 run by pytest in one process and under `-n 2` (wall time of the whole pytest run, start-up included).
 
-Run: python bench/fuzz.py [--examples 300] [--repeats 5] [--pytest-examples 600]
+With `--where`, instead: where a campaign's time goes, one campaign of each kind under cProfile, its own
+(self) time summed by the part of the stack that spent it (hypothesis, sim's loop, the drawer and checks,
+the simulator and codecs, the SDK and httpx, the event loop and threads waiting, the rest).
+
+Run: python bench/fuzz.py [--examples 300] [--repeats 5] [--pytest-examples 600] [--where]
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
+import pstats
 import statistics
 import subprocess
 import sys
@@ -113,12 +119,50 @@ def pytest_campaign(examples: int, workers: list[str]) -> tuple[float, float]:
         return examples / wall, examples / (max(calls) if workers else sum(calls))
 
 
+PARTS = [  # (the part of the stack, what its files' paths contain), the first that matches wins
+    ("hypothesis: drawing, shrinking, the database", ("/hypothesis/",)),
+    ("sim: the drawer, strategies, invariants, findings", ("/sim/testing/", "/sim/scenario/")),
+    ("sim: the loop, messages, tools", ("/sim/core/",)),
+    ("sim: the simulator and the wire codecs", ("/sim/server/", "/sim/adapters/", "/sim/cassette/")),
+    ("the target: openai SDK, httpx, pydantic", ("/openai/", "/httpx", "/httpcore", "/pydantic", "/h11/",
+                                                  "/anyio/", "/starlette/", "/uvicorn/", "/examples/")),
+    ("waiting: event loop, threads, sockets", ("asyncio", "threading", "selectors", "socket", "queue",
+                                               "'acquire'", "method select", "'poll'")),
+]  # fmt: skip
+
+
+def where_the_time_goes(run: Any, label: str) -> None:
+    """Print the self time of one campaign under cProfile, summed by part of the stack."""
+    profile = cProfile.Profile()
+    profile.enable()
+    run()
+    profile.disable()
+    totals: dict[str, float] = {}
+    stats: Any = pstats.Stats(profile).stats
+    for (path, _line, function), (_calls, _primitive, own, _cumulative, _callers) in stats.items():
+        place = f"{path} {function}"
+        part = next((name for name, marks in PARTS if any(mark in place for mark in marks)), "the rest")
+        totals[part] = totals.get(part, 0.0) + own
+    whole = sum(totals.values())
+    print(f"\n{label}: {whole:.1f} s of self time under cProfile")
+    print("| part of the stack | share |")
+    print("|---|---:|")
+    for part, spent in sorted(totals.items(), key=lambda pair: -pair[1]):
+        print(f"| {part} | {spent / whole:.0%} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--pytest-examples", type=int, default=4000)
+    parser.add_argument("--where", action="store_true", help="profile one campaign of each kind instead")
     options = parser.parse_args()
+    if options.where:
+        where_the_time_goes(lambda: bare_campaign(options.examples, 0), "bare 30-line loop")
+        where_the_time_goes(lambda: sim_campaign(options.examples, 0), "sim fuzz --via direct")
+        where_the_time_goes(lambda: target_campaign(options.examples, 0), "sim fuzz --target, in process")
+        return
     bare, ours = [], []
     for repeat in range(options.repeats):
         bare.append(bare_campaign(options.examples, seed=repeat))

@@ -144,6 +144,7 @@ def fuzz(
             "round_trips": campaign.round_trips,
             "raised": dict(campaign.raised),
             "not_simulated": campaign.unsimulated,
+            "unhonoured_tools": sorted(campaign.unhonoured),
             "violations": _as_json(campaign.violations),
             "saved": str(campaign.saved) if campaign.saved else None,
             "nothing_tested": vacuous,
@@ -156,6 +157,8 @@ def fuzz(
         if campaign.unsimulated:
             why = visible(campaign.unsimulated_example or "")
             out.print(f"not simulated: {campaign.unsimulated} runs (for instance {why})", markup=False)
+        if note := campaign.unhonoured_note():
+            out.print(visible(note), markup=False)
         _say(campaign.violations)
         if campaign.saved is not None:
             again = f"sim fuzz --target {target} --replay {campaign.saved}"

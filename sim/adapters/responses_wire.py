@@ -27,6 +27,7 @@ from sim.core.messages import (
     UserMessage,
 )
 from sim.core.model import FinishReason, ModelReply, ModelRequest, ToolSpec, Usage
+from sim.core.strict_schema import strict_by_default
 
 INCOMPLETE_REASONS: dict[str, FinishReason] = {
     "max_output_tokens": "length",
@@ -458,9 +459,11 @@ def _texts(message: AssistantMessage) -> tuple[TextItem, ...]:
 
 def _echoed_tool(tool: Any) -> Any:
     """A request's tool as the response echoes it: a function's `description` null when absent, `strict`
-    true when absent (the Responses API's default)."""
+    when absent whether the API made its schema strict (it does where it can)."""
     if isinstance(tool, Mapping) and tool.get("type") == "function":
-        return {"description": None, "parameters": None, **tool, "strict": tool.get("strict", True)}
+        parameters = tool.get("parameters")
+        strict = tool.get("strict", parameters is None or strict_by_default(parameters) is not None)
+        return {"description": None, "parameters": None, **tool, "strict": strict}
     return tool
 
 

@@ -74,6 +74,8 @@ def fuzzed_target(campaign: TargetCampaign) -> Report:
                       f" {campaign.round_trips} tool calls answered")  # fmt: skip
     raised = ", ".join(f"{name} {count}" for name, count in campaign.raised.most_common()) or "nothing"
     page.notes.append(f"the target raised: {raised}")
+    if note := campaign.unhonoured_note():
+        page.notes.append(note)
     if not campaign.violations and (vacuous := campaign.vacuous()):
         page.notes.append(f"nothing was tested: {vacuous}")
     failure = campaign.failure

@@ -20,6 +20,7 @@ from sim.core.messages import (
     SystemMessage,
 )
 from sim.core.model import ModelReply, ModelRequest
+from sim.core.strict_schema import strict_by_default, strict_problem
 from sim.server.response_store import STORE_LIMIT_BYTES, ResponseStore
 from sim.server.tool_choice import ReplyTerms, ToolChoiceError, read_tool_choice, reply_terms
 
@@ -85,6 +86,18 @@ def refused_tool_choice(choice: Any, offered: list[str]) -> Refused | None:
         read_tool_choice(choice, offered)
     except ToolChoiceError as error:
         return Refused(str(error), "tool_choice", "invalid_value", unsimulated=error.unsimulated)
+    return None
+
+
+def refused_strict(functions: list[tuple[str, Any]]) -> Refused | None:
+    """The first function (each given with where it sits, e.g. `tools[0].function`) that says
+    `strict: true` of parameters strict mode cannot take, refused as the API refuses it."""
+    for where, function in functions:
+        parameters = function.get("parameters")
+        said = function.get("strict") is True and parameters is not None
+        if said and (problem := strict_problem(parameters)) is not None:
+            message = f"Invalid schema for function '{function.get('name')}': {problem}"
+            return Refused(message, f"{where}.parameters", "invalid_function_parameters")
     return None
 
 
@@ -179,9 +192,15 @@ class ChatProtocol:
             refused = Refused(
                 "Invalid type for 'include_usage'.", "stream_options.include_usage", "invalid_type"
             )
-        offered = [t["function"].get("name") for t in body.get("tools") or []
-                   if isinstance(t, dict) and isinstance(t.get("function"), dict)]  # fmt: skip
-        return refused or refused_tool_choice(body.get("tool_choice"), offered)
+        functions = self._functions(body)
+        offered = [function.get("name") for _, function in functions]
+        return refused or refused_tool_choice(body.get("tool_choice"), offered) or refused_strict(functions)
+
+    @staticmethod
+    def _functions(body: dict[str, Any]) -> list[tuple[str, Any]]:
+        """Each function a request offers, with where it sits in the body."""
+        return [(f"tools[{n}].function", t["function"]) for n, t in enumerate(body.get("tools") or [])
+                if isinstance(t, dict) and isinstance(t.get("function"), dict)]  # fmt: skip
 
     def decode(self, body: dict[str, Any]) -> ModelRequest:
         """`messages` and `tools`, pairing checked."""
@@ -189,11 +208,7 @@ class ChatProtocol:
 
     def terms(self, body: dict[str, Any]) -> ReplyTerms:
         """Functions are strict where they say `strict: true`."""
-        tools = body.get("tools") or []
-        functions = [
-            t["function"] for t in tools if isinstance(t, dict) and isinstance(t.get("function"), dict)
-        ]
-        return reply_terms(body, functions, strict=False)
+        return reply_terms(body, [function for _, function in self._functions(body)], unsaid=lambda _: None)
 
     def check(self, body: dict[str, Any], decoded: ModelRequest) -> Refused | None:
         """Nothing travels back by reference over Chat Completions."""
@@ -286,7 +301,10 @@ class ResponsesProtocol:
         if "logprobs" in body:
             return Refused("Unknown parameter: 'logprobs'.", "logprobs", "unknown_parameter")
         offered = [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)]
-        return _typed(body) or _unsupported(body) or refused_tool_choice(body.get("tool_choice"), offered)
+        functions = [(f"tools[{n}]", t) for n, t in enumerate(body.get("tools") or [])
+                     if isinstance(t, dict) and t.get("type") == "function"]  # fmt: skip
+        return (_typed(body) or _unsupported(body) or refused_tool_choice(body.get("tool_choice"), offered)
+                or refused_strict(functions))  # fmt: skip
 
     def decode(self, body: dict[str, Any]) -> ModelRequest:
         """`instructions` and `input` (after the stored conversation `previous_response_id` names), and
@@ -314,11 +332,11 @@ class ResponsesProtocol:
         return ModelRequest(HistoryView(system, conversation.shared, len(conversation)), tools)
 
     def terms(self, body: dict[str, Any]) -> ReplyTerms:
-        """Functions are strict unless they say `strict: false`."""
+        """Functions are strict where they say `strict: true`, and where they leave it out and their schema
+        can be made strict (as the API then makes it)."""
         tools = body.get("tools") or []
-        return reply_terms(
-            body, [t for t in tools if isinstance(t, dict) and t.get("type") == "function"], strict=True
-        )
+        functions = [t for t in tools if isinstance(t, dict) and t.get("type") == "function"]
+        return reply_terms(body, functions, unsaid=strict_by_default)
 
     def check(self, body: dict[str, Any], decoded: ModelRequest) -> Refused | None:
         """Reasoning items sent back as the API checks them: one sent by id alone must be one the API kept

@@ -5,8 +5,8 @@ writes `{mode, tools}`), whether calls may come several at once, and which funct
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from sim.core.model import ModelReply
@@ -123,27 +123,31 @@ def _named_anywhere(choice: Any) -> list[str]:
 @dataclass(frozen=True, slots=True)
 class ReplyTerms:
     """What the API guarantees a reply to one request: `choice` (what may be called), whether a reply may
-    hold several calls (`parallel_tool_calls`, true by default), and which functions are strict (their
-    arguments always match their schemas, unless the reply is cut at the token limit)."""
+    hold several calls (`parallel_tool_calls`, true by default), and the schema each strict function's
+    arguments always match (unless the reply is cut at the token limit), by function name."""
 
     choice: ToolChoice = ToolChoice()
     parallel: bool = True
-    strict: frozenset[str] = frozenset()
+    strict: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def reply_terms(
-    body: Mapping[str, Any], functions: Sequence[Mapping[str, Any]], *, strict: bool
+    body: Mapping[str, Any],
+    functions: Sequence[Mapping[str, Any]],
+    *,
+    unsaid: Callable[[Any], Mapping[str, Any] | None],
 ) -> ReplyTerms:
-    """The terms a request's body sets, its function definitions given (`strict`: whether a function that
-    does not say is strict: false for Chat Completions, true for the Responses API)."""
+    """The terms a request's body sets, its function definitions given (`unsaid`: the schema the API
+    enforces for a function that leaves `strict` out, None where it enforces none)."""
     names = [str(function.get("name")) for function in functions]
     try:
         choice = read_tool_choice(body.get("tool_choice"), names)
     except ToolChoiceError:  # refused before it is answered
         choice = ToolChoice()
-    strict_names = frozenset(
-        str(function.get("name"))
-        for function in functions
-        if (strict if function.get("strict") is None else function.get("strict") is True)
-    )
-    return ReplyTerms(choice, body.get("parallel_tool_calls") is not False, strict_names)
+    strict: dict[str, Mapping[str, Any]] = {}
+    for function in functions:
+        said, parameters = function.get("strict"), function.get("parameters")
+        enforced = unsaid(parameters) if said is None else parameters if said is True else None
+        if isinstance(enforced, Mapping):
+            strict[str(function.get("name"))] = enforced
+    return ReplyTerms(choice, body.get("parallel_tool_calls") is not False, strict)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
 
@@ -75,6 +75,8 @@ def fuzz_test(
         drawer = ReplyDrawer(data, chosen)
         simulator = DrawingSimulator(lambda asked: drawer.draw(asked.decoded, asked.terms), bound)
         run = run_once(checked, _shared_endpoint(), simulator, seconds)
+        for name in sorted(drawer.unhonoured):
+            event(f"valid arguments could not always be drawn for {name}")
         if run.simulator.received == 0:
             because = f" (it raised {type(run.raised).__name__}: {run.raised})" if run.raised else ""
             raise AssertionError(

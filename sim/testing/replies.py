@@ -24,7 +24,7 @@ from sim.core.model import ModelRequest, ToolSpec
 from sim.scenario.schema import ScriptedErrorSpec, ScriptedReplySpec, ScriptedToolCallSpec
 from sim.server.tool_choice import ReplyTerms
 from sim.testing.schema_values import arguments as valid_arguments
-from sim.testing.schema_values import mistaken
+from sim.testing.schema_values import mistaken, satisfies
 
 
 class Profile(StrEnum):
@@ -98,6 +98,9 @@ class ReplyDrawer:
         self.calling_turns = 0
         self.calls_made = 0
         self.ids: list[str] = []
+        self.unhonoured: set[str] = set()
+        """Tools whose valid arguments could not be drawn: their schema asks what the generator cannot meet
+        (the call was sent off its schema where the function is not strict, cut at the limit where it is)."""
 
     def draw(self, request: ModelRequest, terms: ReplyTerms | None = None) -> ScriptedReplySpec:
         """The reply to `request`, within `terms` under the api profile (what the API guarantees it)."""
@@ -158,7 +161,13 @@ class ReplyDrawer:
             if self.profile is Profile.api and (terms.choice.required or terms.choice.allowed is not None):
                 kinds = [kind for kind in kinds if kind != "unknown_tool"]  # the request says what is called
             how = data.draw(st.sampled_from(kinds), label="arguments")
-            name, arguments = tool.name, data.draw(valid_arguments(dict(tool.parameters)), label="arguments")
+            enforced = terms.strict.get(tool.name)
+            schema = dict(enforced if enforced is not None else tool.parameters)
+            name, arguments = tool.name, data.draw(valid_arguments(schema), label="arguments")
+            if how == "valid" and not satisfies(schema, arguments):
+                self.unhonoured.add(tool.name)
+                if enforced is not None:
+                    how = "cut_json"  # the API sends a strict function no other arguments, but may cut them
             if how == "schema":
                 arguments = data.draw(mistaken(dict(tool.parameters)), label="mistaken arguments")[1]
             elif how == "not_json":

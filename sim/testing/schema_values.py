@@ -14,6 +14,7 @@ required is drawn, so recursive schemas stay small.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -295,6 +296,30 @@ def _object(schema: dict[str, Any], root: dict[str, Any], depth: int) -> st.Sear
         return value
 
     return st.tuples(drawn, padding).map(fitted).filter(lambda value: low <= len(value) <= high)
+
+
+@functools.lru_cache(maxsize=512)
+def _judge(text: str) -> Any:
+    schema = json.loads(text)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except jsonschema.SchemaError:
+        return None
+    return cls(schema)
+
+
+def satisfies(schema: Any, value: Any) -> bool:
+    """Whether `value` satisfies `schema` as `jsonschema` judges it (true where it cannot judge: a schema
+    that is not JSON Schema of its draft, such as OpenAPI 3.0's boolean bounds without `$schema`)."""
+    if not isinstance(schema, dict):
+        return True
+    try:
+        text = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError):
+        return True
+    judge = _judge(text)
+    return judge is None or bool(judge.is_valid(value))
 
 
 def arguments(schema: Any) -> st.SearchStrategy[dict[str, Any]]:

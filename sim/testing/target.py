@@ -426,6 +426,19 @@ class TargetCampaign:
     unsimulated: int = 0
     """Runs that asked for what sim cannot simulate, and ended there (no finding)."""
     unsimulated_example: str | None = None
+    unhonoured: set[str] = field(default_factory=set)
+    """Tools whose valid arguments could not always be drawn (see `unhonoured_note`)."""
+
+    def unhonoured_note(self) -> str | None:
+        """What the summary says of tools whose schemas the generator could not always meet, if any."""
+        if not self.unhonoured:
+            return None
+        names = ", ".join(sorted(self.unhonoured))
+        return (
+            f"valid arguments could not always be drawn for {names}: the schema asks for what sim's generator"
+            " cannot meet, so those calls were sent off the schema (cut at the token limit where the"
+            " function is strict)"
+        )
 
     def keep(self, run: TargetRun) -> list[Violation]:
         """Count a run in; its findings."""
@@ -495,6 +508,7 @@ def fuzz_target(
         drawer = ReplyDrawer(data, profile)
         drawing = DrawingSimulator(lambda asked: drawer.draw(asked.decoded, asked.terms), bound)
         run = run_once(target, endpoint, drawing, seconds)
+        campaign.unhonoured |= drawer.unhonoured
         found = campaign.keep(run)
         if on_run is not None:
             on_run()

@@ -22,6 +22,7 @@ SEEDED = [  # (the loop, the profile that can send what catches it, the finding,
     (targets.breaks_the_chain, Profile.api, "pairing", 0),
     (targets.chains_without_storing, Profile.api, "pairing", 0),  # a request the API refuses: store false
     (targets.careful_but_drops_invalid_json, Profile.api, "pairing", 0),  # a non-strict tool's arguments
+    (targets.trusts_open_responses_arguments, Profile.api, "crash", 0),  # a schema that cannot be strict
 ]
 
 TRUSTING = [
@@ -31,6 +32,7 @@ TRUSTING = [
     targets.one_call_at_a_time,
     targets.trusts_strict_arguments,
     targets.trusts_strict_responses_arguments,
+    targets.trusts_optional_responses_arguments,
     targets.hands_off,
     targets.responses_hand_off,
     targets.reads_logprobs,

@@ -333,6 +333,61 @@ class TestAllowedTools:
             talk(sim, conversation)
 
 
+LOOSE = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+"""A schema strict mode refuses as given (no `additionalProperties: false`), and can make strict."""
+OPEN = {"type": "object", "properties": {"city": {"type": "string"}}, "additionalProperties": True}
+"""A schema that cannot be made strict."""
+
+
+class TestStrict:
+    """`strict: true` with a schema strict mode cannot take is a 400 naming the function; a Responses
+    function that leaves `strict` out is made strict where it can be, best-effort where not."""
+
+    ONE = "prompt: p\ntools: [{name: lookup}]\nreplies: [{content: hi}]\n"
+
+    def test_chat_refuses_a_strict_function_whose_schema_strict_mode_cannot_take(
+        self, tmp_path: Path
+    ) -> None:
+        sim = simulator(tmp_path, self.ONE)
+        tools = [
+            CHAT_OTHER,
+            {"type": "function", "function": {"name": "lookup", "strict": True, "parameters": LOOSE}},
+        ]
+
+        async def conversation(client: AsyncOpenAI) -> Any:
+            asked = [{"role": "user", "content": "p"}]
+            return await client.chat.completions.create(model="m", messages=asked, tools=tools)  # type: ignore[arg-type]
+
+        with pytest.raises(openai.BadRequestError) as caught:
+            talk(sim, conversation)
+        assert (caught.value.code, caught.value.param) == (
+            "invalid_function_parameters",
+            "tools[1].function.parameters",
+        )
+        assert caught.value.body["message"] == (  # type: ignore[index]
+            "Invalid schema for function 'lookup': In context=(), 'additionalProperties' is required to be"
+            " supplied and to be false."
+        )
+
+    def test_responses_refuses_the_same_and_serves_what_leaves_strict_out(self, tmp_path: Path) -> None:
+        sim = simulator(
+            tmp_path, "prompt: p\ntools: [{name: lookup}]\nreplies: [{content: hi}, {content: hi}]\n"
+        )
+        said = {"type": "function", "name": "lookup", "strict": True, "parameters": LOOSE}
+        unsaid = [{"type": "function", "name": "lookup", "parameters": LOOSE},
+                  {"type": "function", "name": "other", "parameters": OPEN}]  # fmt: skip
+
+        async def conversation(client: AsyncOpenAI) -> Any:
+            with pytest.raises(openai.BadRequestError) as caught:
+                await client.responses.create(model="m", input="p", tools=[said])  # type: ignore[list-item]
+            served = await client.responses.create(model="m", input="p", tools=unsaid)  # type: ignore[arg-type]
+            return caught.value, served
+
+        error, served = talk(sim, conversation)
+        assert (error.code, error.param) == ("invalid_function_parameters", "tools[0].parameters")
+        assert [tool.strict for tool in served.tools] == [True, False]  # made strict; best-effort
+
+
 class TestLogprobs:
     """The scripted model is certain: each token of its text has `logprob: 0.0`."""
 

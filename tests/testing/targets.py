@@ -7,6 +7,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from openai import AsyncOpenAI, OpenAI
@@ -229,6 +230,17 @@ def _careful_chat(
     return None
 
 
+UNMEETABLE = {"type": "string", "not": {"type": "string"}}
+UNMEETABLE_TOOLS: Any = [{"type": "function", "function": {"name": "get_code", "parameters": {
+    "type": "object", "properties": {"code": UNMEETABLE}, "required": ["code"]}}}]  # fmt: skip
+"""A tool whose schema no value meets (a string that is not a string)."""
+
+
+def offers_an_unmeetable_schema(client: OpenAI, prompt: str) -> str | None:
+    """The careful loop, offering a tool whose schema no arguments can meet."""
+    return _careful_chat(client, prompt, tools=UNMEETABLE_TOOLS, result=lambda call: "ok")
+
+
 def _first(guarantee: dict[str, Any]) -> Any:
     """`asked` for a guarantee sent on the first request only (as openai-agents resets `tool_choice`)."""
     return lambda turn: guarantee if turn == 0 else {}
@@ -289,23 +301,52 @@ def trusts_strict_arguments(client: OpenAI, prompt: str) -> str | None:
     return _careful_chat(client, prompt, result=unchecked, tools=STRICT_TOOLS)
 
 
-def trusts_strict_responses_arguments(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
-    """The same over the Responses API, whose functions are strict unless they say otherwise."""
-    response = client.responses.create(model="m", input=prompt, tools=STRICT_RESPONSES_TOOLS)
-    for _ in range(max_turns):
+def _trusting_responses(
+    client: OpenAI, prompt: str, tools: Any, read: Callable[[dict[str, Any]], str]
+) -> str | None:
+    """A Responses loop that reads each finished call's arguments with `read`, unchecked."""
+    response = client.responses.create(model="m", input=prompt, tools=tools)
+    for _ in range(8):
         if response.status == "incomplete":
             return None
         calls = [item for item in response.output if item.type == "function_call"]
         if not calls:
             return response.output_text
         outputs: Any = [
-            {"type": "function_call_output", "call_id": c.call_id, "output": json.loads(c.arguments)["city"]}
+            {"type": "function_call_output", "call_id": c.call_id, "output": read(json.loads(c.arguments))}
             for c in calls
         ]
         response = client.responses.create(
-            model="m", previous_response_id=response.id, input=outputs, tools=STRICT_RESPONSES_TOOLS
+            model="m", previous_response_id=response.id, input=outputs, tools=tools
         )
     return None
+
+
+def trusts_strict_responses_arguments(client: OpenAI, prompt: str) -> str | None:
+    """The same over the Responses API, whose functions are made strict where they leave `strict` out."""
+    return _trusting_responses(client, prompt, STRICT_RESPONSES_TOOLS, lambda arguments: arguments["city"])
+
+
+OPTIONAL_PARAMETERS = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
+    "required": ["city"],
+}
+
+
+def trusts_optional_responses_arguments(client: OpenAI, prompt: str) -> str | None:
+    """Reads an optional property unchecked: the Responses API, making the function strict by default,
+    makes every property required, so the model always sends it."""
+    tools = [{"type": "function", "name": "get_weather", "parameters": OPTIONAL_PARAMETERS}]
+    return _trusting_responses(client, prompt, tools, lambda given: f"{given['city']} in {given['unit']}")
+
+
+def trusts_open_responses_arguments(client: OpenAI, prompt: str) -> str | None:
+    """Bug: trusts a Responses function whose schema allows additional properties, so cannot be made strict:
+    the API calls it best-effort, and its arguments may not be JSON."""
+    open_parameters = {**PARAMETERS, "additionalProperties": True}
+    tools = [{"type": "function", "name": "get_weather", "parameters": open_parameters}]
+    return _trusting_responses(client, prompt, tools, lambda arguments: str(arguments["city"]))
 
 
 def hands_off(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from sim.core.messages import UserMessage
 from sim.core.model import ModelRequest, ToolSpec
+from sim.core.strict_schema import strict_by_default
 from sim.server.tool_choice import ReplyTerms, ToolChoice
 from sim.testing.replies import Profile, ReplyDrawer, kind_of
 
@@ -61,7 +62,7 @@ def test_the_api_profile_keeps_what_the_request_is_guaranteed(data: st.DataObjec
         "allowed": _terms(choice=ToolChoice(allowed=frozenset({"get_time"}))),
         "none": _terms(choice=ToolChoice(forbidden=True)),
         "single": _terms(parallel=False),
-        "strict": _terms(strict=frozenset({"get_weather", "get_time"})),
+        "strict": _terms(strict={"get_weather": PARAMETERS, "get_time": PARAMETERS}),
     }[terms_of]
     drawer = ReplyDrawer(data, Profile.api)
     for _ in range(5):
@@ -114,3 +115,50 @@ def test_the_hostile_profile_draws_what_the_api_profile_never_does() -> None:
 
     collect()
     assert {"malformed", "in_stream", "reused_id", "not_object", "calls", "final", "error", "cut"} <= seen
+
+
+OPTIONAL = {"type": "object", "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
+            "required": ["city"]}  # fmt: skip
+UNMEETABLE = {"type": "object", "properties": {"code": {"type": "string", "not": {"type": "string"}}},
+              "required": ["code"]}  # fmt: skip
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.data())
+def test_a_strict_function_is_drawn_from_the_schema_the_api_enforces(data: st.DataObject) -> None:
+    # the Responses API makes a function that leaves `strict` out strict: every property then required
+    enforced = strict_by_default(OPTIONAL)
+    assert enforced is not None
+    request = ModelRequest([UserMessage(content="Weather?")], (ToolSpec("get_weather", "", OPTIONAL),))
+    drawer = ReplyDrawer(data, Profile.api)
+    for _ in range(4):
+        reply = drawer.draw(request, _terms(strict={"get_weather": enforced}))
+        for call in reply.tool_calls:
+            if reply.finish_reason != "length":
+                assert isinstance(call.arguments, dict) and set(call.arguments) == {"city", "unit"}, reply
+    assert not drawer.unhonoured
+
+
+def test_a_schema_the_generator_cannot_meet_is_noted_and_a_strict_call_is_cut() -> None:
+    request = ModelRequest([UserMessage(content="Code?")], (ToolSpec("get_code", "", UNMEETABLE),))
+    seen: dict[str, set[str]] = {"strict": set(), "loose": set()}
+    unhonoured: set[str] = set()
+
+    @settings(max_examples=150, deadline=None, database=None)
+    @given(st.data(), st.sampled_from(["strict", "loose"]))
+    def collect(data: st.DataObject, how: str) -> None:
+        drawer = ReplyDrawer(data, Profile.api)
+        terms = _terms(
+            choice=ToolChoice(required=True), strict={"get_code": UNMEETABLE} if how == "strict" else {}
+        )
+        reply = drawer.draw(request, terms)
+        unhonoured.update(drawer.unhonoured)
+        if reply.tool_calls and reply.cut_after_chunks is None and reply.error is None:
+            seen[how].add("cut" if reply.finish_reason == "length" else "whole")
+            if how == "strict":
+                assert reply.finish_reason == "length", reply  # never a whole call off a strict schema
+
+    collect()
+    assert unhonoured == {"get_code"}
+    assert seen["strict"] == {"cut"}
+    assert "whole" in seen["loose"]  # a function that is not strict may get arguments off its schema

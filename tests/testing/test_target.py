@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from sim.cli import app
 from sim.core.errors import ConfigurationError
 from sim.testing.replies import Profile
 from sim.testing.target import allowed, fuzz_target, target_of
@@ -159,3 +161,15 @@ def test_a_target_that_exits_is_a_finding_not_a_pass(target: str, said: str, tmp
     assert "every invariant held" not in done.stdout
     for leak in ("Event loop is closed", "Traceback", "never retrieved"):
         assert leak not in done.stderr
+
+
+def test_a_tool_whose_valid_arguments_cannot_be_drawn_is_noted_in_the_summary(tmp_path: Path) -> None:
+    campaign = fuzz_target(targets.offers_an_unmeetable_schema, examples=30, seed=0)
+    assert campaign.violations == [] and campaign.unhonoured == {"get_code"}
+    assert "valid arguments could not always be drawn for get_code" in (campaign.unhonoured_note() or "")
+    shown = CliRunner().invoke(app, ["fuzz", "--target", "tests.testing.targets:offers_an_unmeetable_schema",
+                                     "--examples", "20", "--save", str(tmp_path)])  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    assert "valid arguments could not always be drawn for get_code" in shown.output
+    careful = fuzz_target(targets.careful, examples=20, seed=0)
+    assert careful.unhonoured == set() and careful.unhonoured_note() is None
