@@ -124,25 +124,38 @@ PARTS = [  # (the part of the stack, what its files' paths contain), the first t
     ("sim: the drawer, strategies, invariants, findings", ("/sim/testing/", "/sim/scenario/")),
     ("sim: the loop, messages, tools", ("/sim/core/",)),
     ("sim: the simulator and the wire codecs", ("/sim/server/", "/sim/adapters/", "/sim/cassette/")),
-    ("the target: openai SDK, httpx, pydantic", ("/openai/", "/httpx", "/httpcore", "/pydantic", "/h11/",
+    ("pydantic, the openai SDK, httpx", ("/openai/", "/httpx", "/httpcore", "/pydantic", "/h11/",
                                                   "/anyio/", "/starlette/", "/uvicorn/", "/examples/")),
     ("waiting: event loop, threads, sockets", ("asyncio", "threading", "selectors", "socket", "queue",
                                                "'acquire'", "method select", "'poll'")),
 ]  # fmt: skip
 
 
+def _part(key: tuple[str, int, str]) -> str | None:
+    place = f"{key[0]} {key[2]}"
+    return next((name for name, marks in PARTS if any(mark in place for mark in marks)), None)
+
+
 def where_the_time_goes(run: Any, label: str) -> None:
-    """Print the self time of one campaign under cProfile, summed by part of the stack."""
+    """Print the self time of one campaign under cProfile (the thread that runs it), summed by part of the
+    stack; a builtin's time (`len`, `isinstance`, dict methods) goes to the parts that called it, in
+    proportion to the time each call took."""
     profile = cProfile.Profile()
     profile.enable()
     run()
     profile.disable()
     totals: dict[str, float] = {}
     stats: Any = pstats.Stats(profile).stats
-    for (path, _line, function), (_calls, _primitive, own, _cumulative, _callers) in stats.items():
-        place = f"{path} {function}"
-        part = next((name for name, marks in PARTS if any(mark in place for mark in marks)), "the rest")
-        totals[part] = totals.get(part, 0.0) + own
+    for key, (_calls, _primitive, own, _cumulative, callers) in stats.items():
+        part = _part(key)
+        if part is None and callers:
+            spent = {caller: numbers[3] for caller, numbers in callers.items()}
+            whole = sum(spent.values()) or 1.0
+            for caller, share in spent.items():
+                called_from = _part(caller) or "the rest"
+                totals[called_from] = totals.get(called_from, 0.0) + own * share / whole
+            continue
+        totals[part or "the rest"] = totals.get(part or "the rest", 0.0) + own
     whole = sum(totals.values())
     print(f"\n{label}: {whole:.1f} s of self time under cProfile")
     print("| part of the stack | share |")

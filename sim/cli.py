@@ -64,7 +64,9 @@ app = typer.Typer(
 
 PROGRESS_FROM_FILES = 20
 
-Paths = Annotated[list[Path], typer.Argument(help="Scenario files, or folders searched recursively.")]
+Paths = Annotated[
+    list[Path], typer.Argument(metavar="PATHS", help="Scenario files, or folders searched recursively.")
+]
 
 
 def _print_version(value: bool) -> None:
@@ -180,7 +182,9 @@ def _verdicts(reports: Sequence[_Report], details: list[str], verbose: bool, as_
 
 @app.command()
 def check(
-    paths: Annotated[list[Path], typer.Argument(help="Scenario or cassette files, or folders of them.")],
+    paths: Annotated[
+        list[Path], typer.Argument(metavar="PATHS", help="Scenario or cassette files, or folders of them.")
+    ],
     as_json: JsonFlag = False,
     report: ReportFile = None,
 ) -> None:
@@ -227,7 +231,7 @@ def check(
 
 @app.command()
 def show(
-    file: Annotated[Path, typer.Argument(help="A scenario or cassette file.")],
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="A scenario or cassette file.")],
     html: Annotated[
         Path | None, typer.Option("--html", help="Also write the timeline as an HTML page.")
     ] = None,
@@ -249,7 +253,8 @@ def show(
 @app.command()
 def replay(
     paths: Annotated[
-        list[Path], typer.Argument(help="Cassettes recorded by `sim record`, or folders of them.")
+        list[Path],
+        typer.Argument(metavar="PATHS", help="Cassettes recorded by `sim record`, or folders of them."),
     ],
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print each replay's transcript.")] = False,
     as_json: JsonFlag = False,
@@ -264,7 +269,7 @@ def replay(
 
 @app.command()
 def convert(
-    cassette: Annotated[Path, typer.Argument(help="Any vcrpy cassette.")],
+    cassette: Annotated[Path, typer.Argument(metavar="FILE", help="Any vcrpy cassette.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="The scenario file to write.")],
     force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
 ) -> None:
@@ -372,7 +377,7 @@ def run(
 
 @app.command()
 def record(
-    cassette: Annotated[Path, typer.Argument(help="The cassette file to write.")],
+    cassette: Annotated[Path, typer.Argument(metavar="FILE", help="The cassette file to write.")],
     prompt: Prompt,
     max_turns: MaxTurns = DEFAULT_MAX_TURNS,
     workspace: Workspace = Path("."),

@@ -17,7 +17,7 @@ from sim.cassette.writer import cassette_pieces, write_pieces
 from sim.core.errors import CassetteError
 from sim.terminal import err, out, usage_error
 
-Cassettes = Annotated[list[Path], typer.Argument(help="Cassette files, rewritten in place.")]
+Cassettes = Annotated[list[Path], typer.Argument(metavar="FILES", help="Cassette files, rewritten in place.")]
 
 
 Rewrite = Callable[[Mapping[str, Any]], tuple[Iterable[Any], dict[str, Any]]]
@@ -71,7 +71,9 @@ def expand(files: Cassettes) -> None:
 
 
 def recover(
-    journal: Annotated[Path, typer.Argument(help="The journal (CASSETTE.journal) a recording left.")],
+    journal: Annotated[
+        Path, typer.Argument(metavar="FILE", help="The journal (CASSETTE.journal) a recording left.")
+    ],
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="The cassette to write (default: CASSETTE).")
     ] = None,

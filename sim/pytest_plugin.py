@@ -1,6 +1,6 @@
 """pytest plugin: each scenario file under `--sim-scenarios=DIR` (ini `sim_scenarios`) is a test, and so is
-each cassette under `--sim-cassettes=DIR` (ini `sim_cassettes`), replayed offline; `@pytest.mark.sim_cassette`
-records or replays a test's own traffic.
+each cassette `sim record` wrote under `--sim-cassettes=DIR` (ini `sim_cassettes`), replayed offline;
+`@pytest.mark.sim_cassette` records or replays a test's own traffic.
 
 Folders named on the command line are always collected. Folders named in the ini file are collected
 when pytest chooses what to run (no paths given) or a given path lies in them, so `pytest tests/x.py`
@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from sim.cassette.replay import ReplayReport, replay_file
+from sim.cassette.replay import ReplayReport, has_sim_block, replay_file
 from sim.cassette.vcr_support import RECORD_MODES, missing_recording, missing_recording_in, sim_vcr
 from sim.player import PlayReport, play_file
 from sim.reports.build import played, replayed
@@ -83,13 +83,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    """A YAML file under a cassette folder becomes a `CassetteFile`, under a scenario folder a
-    `ScenarioFile`."""
+    """A YAML file under a cassette folder becomes a `CassetteFile` when it has a `sim:` block (what
+    `sim record` writes; the marker's own cassettes and other YAML there are left alone), one under a
+    scenario folder a `ScenarioFile`."""
     if file_path.suffix not in SCENARIO_SUFFIXES:
         return None
     parents = file_path.resolve().parents
     if any(root in parents for root in parent.config.stash.get(_CASSETTE_ROOTS, ())):
-        return CassetteFile.from_parent(parent, path=file_path)
+        return CassetteFile.from_parent(parent, path=file_path) if has_sim_block(file_path) else None
     if any(root in parents for root in parent.config.stash.get(_ROOTS, ())):
         return ScenarioFile.from_parent(parent, path=file_path)
     return None

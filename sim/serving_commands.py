@@ -3,9 +3,11 @@ program's traffic to the real API)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -27,6 +29,10 @@ from sim.terminal import err, open_one, usage_error
 
 Host = Annotated[str, typer.Option(help="Address to listen on.")]
 Port = Annotated[int, typer.Option(help="Port to listen on; 0 picks a free one.")]
+GRACE_SECONDS = 2.0
+"""How long `--once` keeps answering after the end, so that a client's retry gets a clear error."""
+
+
 PLACEHOLDER_KEY = "sk-sim-proxy-placeholder"
 """The key a command run by `sim proxy` gets: the proxy sends the real one upstream."""
 
@@ -55,8 +61,20 @@ def serve(
     port: Port = 8000,
     once: Annotated[
         bool,
-        typer.Option("--once", help="Exit when every reply (interaction) was sent; 1 if any went unused."),
+        typer.Option(
+            "--once",
+            help="Exit once the scenario (cassette) is over: every reply sent, or the first problem; exit 1"
+            " unless it passed. Requests in the grace period get `sim_scenario_finished`.",
+        ),
     ] = False,
+    grace: Annotated[
+        float,
+        typer.Option(
+            "--grace",
+            min=0,
+            help="With --once: seconds to keep answering after the end (make it outlast a Retry-After).",
+        ),
+    ] = GRACE_SECONDS,
     cycle: Annotated[
         bool, typer.Option("--cycle", help="Start a scenario's script again when it ends (load tests).")
     ] = False,
@@ -71,17 +89,21 @@ def serve(
 ) -> None:
     """Serve an OpenAI-compatible API (Chat Completions and Responses) answering from FILE: a scenario's
     scripted replies, or a cassette's recorded responses."""
+    if once and cycle:
+        raise usage_error(
+            "--once and --cycle contradict each other: --cycle never ends, --once ends at the end"
+        )
     if looks_like_cassette(file):
         if cycle:
             raise usage_error("--cycle serves scenarios only; a cassette is played once")
-        _serve_cassette(file, host, port, once)
+        _serve_cassette(file, host, port, grace if once else None)
         return
     scenario = open_one(file, load_scenario)
     server = _listening(host, port)
     simulator = Simulator(
         scenario,
         cycle=cycle,
-        on_consumed=server.stop if once else None,
+        on_finished=partial(_stop_after, server, grace) if once else None,
         store_limit=store_limit * 2**20,
         keep_requests=False,
     )
@@ -98,13 +120,25 @@ def serve(
         raise typer.Exit(1)
 
 
-def _serve_cassette(file: Path, host: str, port: int, once: bool) -> None:
+async def _stop_after(server: AppServer, seconds: float) -> None:
+    """Have `server` stop in `seconds` (async, so that it runs on the server's event loop, and returns at
+    once: the connection it ran after stays free for the client's next request)."""
+    asyncio.get_running_loop().call_later(seconds, server.stop)
+
+
+def _serve_cassette(file: Path, host: str, port: int, grace: float | None) -> None:
+    """Serve a cassette; with a `grace` (`--once`), until it is over and the grace has passed."""
+    once = grace is not None
     cassette = open_one(file, read_cassette)
     if not cassette.interactions:
         err.print(f"{file}: no interactions to serve", markup=False)
         raise typer.Exit(1)
     server = _listening(host, port)
-    served = CassetteServer(cassette, on_consumed=server.stop if once else None, repeat=not once)
+    served = CassetteServer(
+        cassette,
+        on_finished=partial(_stop_after, server, grace) if grace is not None else None,
+        repeat=not once,
+    )
     server.server.config.app = served.app
 
     def ready() -> None:
@@ -133,7 +167,7 @@ def _read_key(path: Path) -> str:
 
 
 def proxy(
-    cassette: Annotated[Path, typer.Argument(help="The cassette to record into.")],
+    cassette: Annotated[Path, typer.Argument(metavar="FILE", help="The cassette to record into.")],
     upstream: Annotated[
         str, typer.Option("--upstream", help="The real API's base URL, e.g. https://api.openai.com/v1.")
     ],

@@ -11,11 +11,26 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from typer.core import TyperOption
 
 from sim.core.errors import AgentError
 from sim.reports.html import Report, write_report
 
 _Read = TypeVar("_Read")
+
+
+def _flags_show_no_value() -> None:
+    """typer's rich help writes `<bool>` beside every flag, as if it took a value (`sim serve --once true
+    FILE` then fails on `true`): a flag shows none, as click's plain help shows it."""
+    shown = TyperOption.display_type_rich
+
+    def display(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag and not self.count else shown(self, ctx)
+
+    TyperOption.display_type_rich = display  # type: ignore[method-assign]
+
+
+_flags_show_no_value()
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,24 @@ def test_help_lists_the_program() -> None:
     result = CliRunner().invoke(app, ["--help"])
     assert result.exit_code == 0
     assert "Record, replay and simulate" in result.output
+
+
+COMMANDS = ["play", "check", "show", "replay", "convert", "run", "record", "compact", "expand", "recover",
+            "fuzz", "serve", "proxy"]  # fmt: skip
+
+
+def test_every_command_is_listed_and_its_help_shows_flags_without_values_and_arguments_one_way() -> None:
+    listed = CliRunner().invoke(app, ["--help"], terminal_width=200).output
+    usage = re.compile(r"Usage: \S+ (\S+) \[OPTIONS\](.*)")
+    for command in COMMANDS:
+        assert f" {command} " in listed, command
+        shown = CliRunner().invoke(app, [command, "--help"], terminal_width=200).output
+        assert "<bool>" not in shown, command  # `--once true` would fail: a flag takes no value
+        match = usage.search(shown)
+        assert match is not None and match.group(1) == command, shown
+        for argument in re.findall(r"\{([^}]*)\}", match.group(2)):
+            assert argument in ("FILE", "FILES", "PATHS"), (command, argument)
+    assert "--once   " in CliRunner().invoke(app, ["serve", "--help"], terminal_width=200).output
 
 
 def test_version() -> None:

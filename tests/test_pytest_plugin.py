@@ -90,3 +90,29 @@ def test_cassettes_are_replayed_as_tests_of_either_api(pytester: pytest.Pytester
             "*transcript:",
         ]
     )
+
+
+MARKER_CASSETTE = """interactions:
+- request: {method: POST, uri: 'https://api.openai.com/v1/chat/completions', body: '{}', headers: {}}
+  response: {status: {code: 200, message: OK}, headers: {}, body: {string: '{}'}}
+version: 1
+"""
+
+
+def test_only_cassettes_sim_recorded_are_items_not_the_markers_own(pytester: pytest.Pytester) -> None:
+    """`sim_cassettes = cassettes`, as the README suggests, beside the marker's default
+    `cassettes/<module>/<test>.yaml`: the marker's cassettes and other YAML there are not items."""
+    from pathlib import Path
+
+    bundled = Path(__file__).resolve().parents[1] / "cassettes"
+    folder = pytester.mkdir("cassettes")
+    (folder / "echo-42.yaml").write_text((bundled / "echo-42.yaml").read_text())
+    (folder / "test_agent").mkdir()
+    (folder / "test_agent" / "test_answers.yaml").write_text(MARKER_CASSETTE)
+    (folder / "notes.yaml").write_text("owner: someone\nsimilar: true\n")
+    (folder / "empty.yml").write_text("")
+    pytester.makeini("[pytest]\nsim_cassettes = cassettes\n")
+    result = pytester.runpytest("-v", "-p", "no:randomly")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*cassettes/echo-42.yaml::echo-42 PASSED*"])
+    assert "test_answers" not in result.stdout.str()

@@ -89,6 +89,25 @@ class ReplayReport:
         return not self.problems
 
 
+_SIM_KEY = b"\nsim:"
+_CHUNK = 1 << 20
+
+
+def has_sim_block(path: Path) -> bool:
+    """Whether the YAML file at `path` has a top-level `sim:` key (what `sim record` writes, and what a
+    replay needs), found by scanning its bytes rather than parsing them; False where it cannot be read."""
+    try:
+        with path.open("rb") as file:
+            tail = b"\n"
+            while chunk := file.read(_CHUNK):
+                if _SIM_KEY in tail + chunk:
+                    return True
+                tail = chunk[-len(_SIM_KEY) :]
+    except OSError:
+        return False
+    return False
+
+
 def recorded_session(cassette: Cassette) -> RecordedSession:
     """The cassette's `sim:` block; `CassetteError` when it has none or it is not readable."""
     if cassette.sim is None:

@@ -57,6 +57,14 @@ class ScriptedErrorSpec(_Strict):
         description="When the request streams, send the error inside a 200 stream (Chat's error chunk, the"
         " Responses API's `response.failed`) instead of as the HTTP status.",
     )
+    retries: int | None = Field(
+        None,
+        ge=0,
+        le=100,
+        description="How many times the client is expected to retry this request (the same body again); each"
+        " retry takes the next scripted reply. A retry past them, or another request first, is an"
+        " expectation failure. Left out: retries are not checked.",
+    )
 
 
 class MessageExpectation(_Strict):
@@ -268,6 +276,18 @@ class Scenario(_Strict):
                     " with name, description, parameters)"
                 )
         return tools
+
+    @field_validator("replies")
+    @classmethod
+    def _retries_answered(cls, replies: list[ScriptedReplySpec]) -> list[ScriptedReplySpec]:
+        for index, reply in enumerate(replies):
+            expected = reply.error.retries if reply.error is not None else None
+            if expected and len(replies) - index - 1 < expected:
+                raise ValueError(
+                    f"replies[{index}].error.retries is {expected}, but {len(replies) - index - 1} replies"
+                    " follow it: each retry takes the next scripted reply"
+                )
+        return replies
 
     @field_validator("tools")
     @classmethod

@@ -37,11 +37,13 @@ class CassetteServer:
     """One cassette being served: which interactions were played, and which requests matched nothing."""
 
     def __init__(
-        self, cassette: Cassette, *, on_consumed: Callable[[], Any] | None = None, repeat: bool = True
+        self, cassette: Cassette, *, on_finished: Callable[[], Any] | None = None, repeat: bool = True
     ) -> None:
         self.cassette = cassette
         self.answers = RecordedAnswers(cassette.interactions, repeat=repeat)
-        self.on_consumed = on_consumed
+        self.on_finished = on_finished
+        """Called once, after the answer that played the last interaction or met the first problem."""
+        self._told = False
         self.received = 0
         self.received_by: Counter[str] = Counter()
         """Requests received per API (`chat`, `responses`, or `other`)."""
@@ -74,6 +76,13 @@ class CassetteServer:
         ]
 
     async def _serve(self, request: Request) -> Response:
+        response = await self._answer(request)
+        if self.on_finished is not None and not self._told and (self.consumed or self.problems()):
+            self._told = True
+            response.background = BackgroundTask(self.on_finished)
+        return response
+
+    async def _answer(self, request: Request) -> Response:
         body = await request.body()
         self.received += 1
         try:
@@ -98,8 +107,6 @@ class CassetteServer:
             if name not in _NOT_SERVED:
                 for value in values:
                     response.headers.append(name, value)
-        if self.on_consumed is not None and self.consumed:
-            response.background = BackgroundTask(self.on_consumed)
         return response
 
 

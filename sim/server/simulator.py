@@ -14,6 +14,7 @@ import asyncio
 import json
 from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable, MutableSequence
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.applications import Starlette
@@ -66,13 +67,18 @@ class Simulator:
         scenario: Scenario,
         *,
         cycle: bool = False,
-        on_consumed: Callable[[], Any] | None = None,
+        on_finished: Callable[[], Any] | None = None,
         store_limit: int = STORE_LIMIT_BYTES,
         keep_requests: bool = True,
     ) -> None:
         self.scenario = scenario
         self.cycle = cycle
-        self.on_consumed = on_consumed
+        self.on_finished = on_finished
+        """Called once, after the answer that finished the scenario (see `finished`); from then on every
+        request is answered `sim_scenario_finished` (what `sim serve --once` does in its grace period)."""
+        self.told_finished = False
+        self._erred: _ErrorServed | None = None
+        """The last request answered with a scripted error that says how many retries it expects."""
         self.steps: list[tuple[ScriptedReplySpec, ModelReply]] = [
             (spec, scripted_reply(spec, ids))
             for spec, ids in zip(scenario.replies, scenario.call_ids(), strict=True)
@@ -111,14 +117,25 @@ class Simulator:
         """Whether every scripted reply has been sent."""
         return self.answered >= len(self.steps)
 
+    @property
+    def finished(self) -> bool:
+        """Whether the scenario is over: every reply sent (and every retry it expects made), or it failed."""
+        if self.cycle:
+            return bool(self.problems)
+        waiting = self._erred is not None and self._erred.left > 0
+        return bool(self.problems) or (self.consumed and not waiting)
+
     def unused(self) -> list[str]:
-        """A line for replies never requested, if any."""
+        """A line for replies never requested, and for retries a scripted error expected and never got."""
         left = len(self.steps) - self.answered
+        lines = []
         if left > 0 and not self.cycle:
-            return [
+            lines.append(
                 f"simulator for {self.scenario.name} has {left} unused of {len(self.steps)} scripted replies"
-            ]
-        return []
+            )
+        if self._erred is not None and self._erred.left > 0:
+            lines.append(self._erred.too_few())
+        return lines
 
     async def _not_served(self, request: Request, error: Exception) -> Response:
         status = error.status_code if isinstance(error, HTTPException) else 500
@@ -144,14 +161,54 @@ class Simulator:
         return api_error(refused.status, refused.message, code=refused.code, param=refused.param)
 
     async def _serve(self, request: Request, protocol: WireProtocol) -> Response:
+        """The answer to one request; the first answer after which the scenario is finished says so."""
+        if self.told_finished:
+            return self._after_the_end(self._is_retry(request, await request.body()))
+        response = await self._respond(request, protocol)
+        if self.on_finished is not None and self.finished:
+            self.told_finished = True
+            response.background = BackgroundTask(self.on_finished)
+        return response
+
+    def _is_retry(self, request: Request, raw: bytes) -> bool:
+        """Whether `request` retries the last one a scripted error with `retries` answered: as the SDKs say
+        (`x-stainless-retry-count` above 0), or for a client that does not say, by sending the same body."""
+        if self._erred is None:
+            return False
+        said = request.headers.get("x-stainless-retry-count", "")
+        return int(said) > 0 if said.isdigit() else raw == self._erred.body
+
+    def _after_the_end(self, again: bool) -> Response:
+        """A request after the scenario finished: never answered from the script, never worth retrying (a
+        retry of a scripted error that expects no more is said to be one)."""
+        self.received += 1
+        number = self.received
+        erred = self._erred
+        if not self.problems and erred is not None and erred.left == 0 and again:
+            return self._retried(again, number) or self._after_the_end(again)
+        if self.problems:
+            why = f"it failed: {self.problems[0]}"
+        else:
+            why = f"its {len(self.steps)} replies were sent"
+            self.problems.append(
+                f"request {number} came after scenario {self.scenario.name} finished (a retry it did not"
+                " expect? a scripted error says how many it expects with `retries: N`)"
+            )
+        message = f"sim: scenario {self.scenario.name} is finished ({why}); request {number} gets no reply"
+        return api_error(400, message, code="sim_scenario_finished", headers={"x-should-retry": "false"})
+
+    async def _respond(self, request: Request, protocol: WireProtocol) -> Response:
         """The next scripted reply, or the error the API would send."""
+        raw = await request.body()
         try:
-            body = loads(await request.body(), strict=True)  # no lone surrogate: it could not be answered
+            body = loads(raw, strict=True)  # no lone surrogate: it could not be answered
         except ValueError:
             return api_error(400, "We could not parse the JSON body of your request.")
         self.received += 1
         self.received_by[protocol.name] += 1
         number = self.received
+        if (retried := self._retried(self._is_retry(request, raw), number)) is not None:
+            return retried
         if not isinstance(body, dict):
             return api_error(400, "The request body must be a JSON object.")
         if (refused := protocol.refused(body)) is not None:
@@ -173,10 +230,34 @@ class Simulator:
         self.served.append((number, step[0]))
         index = self.answered % len(self.steps)
         self.answered += 1
-        response = await self._answer(protocol, index, step, asked)
-        if self.on_consumed is not None and self.consumed:  # whatever the last answer was
-            response.background = BackgroundTask(self.on_consumed)
-        return response
+        scripted = step[0].error
+        retrying = self._erred is not None and self._erred.left > 0  # this answers a retry it expects
+        if scripted is not None and scripted.retries is not None and not retrying:
+            self._erred = _ErrorServed(raw, number, index, scripted.retries, scripted.retries)
+        return await self._answer(protocol, index, step, asked)
+
+    def _retried(self, again: bool, number: int) -> Response | None:
+        """Whether this request is the retry the last scripted error with `retries: N` expects: a retry past
+        them, or another request while one is expected, is an expectation failure; None otherwise (a retry
+        it expects takes the next scripted reply)."""
+        erred = self._erred
+        if erred is None:
+            return None
+        if not again:
+            self._erred = None
+            if erred.left == 0:
+                return None
+            self.problems.append(erred.too_few())
+            return api_error(400, erred.too_few(), code="sim_expectation_failed")
+        if erred.left == 0:
+            problem = (
+                f"request {number} retries request {erred.number}, but replies[{erred.index}] expects"
+                f" {_retries(erred.expected)}"
+            )
+            self.problems.append(problem)
+            return api_error(400, problem, code="sim_unexpected_retry", headers={"x-should-retry": "false"})
+        erred.left -= 1
+        return None
 
     async def next_step(self, asked: Asked) -> tuple[ScriptedReplySpec, ModelReply] | Response:
         """The scripted reply that answers `asked`, or the error response when the script is used up (a
@@ -240,6 +321,30 @@ class Simulator:
         frames = protocol.stream(reply, asked, refusal=spec.refusal is not None)
         return StreamingResponse(
             _events(frames, protocol.closing, spec.cut_after_chunks, latency), media_type="text/event-stream"
+        )
+
+
+def _retries(count: int) -> str:
+    return "no retry" if count == 0 else "1 retry" if count == 1 else f"{count} retries"
+
+
+@dataclass(slots=True)
+class _ErrorServed:
+    """A request answered with a scripted error that expects `expected` retries (each answered by the next
+    scripted reply): its body (a retry sends the same), its number, the reply's index, and how many
+    retries are still expected."""
+
+    body: bytes
+    number: int
+    index: int
+    expected: int
+    left: int
+
+    def too_few(self) -> str:
+        made = self.expected - self.left
+        expected = _retries(self.expected)
+        return (
+            f"replies[{self.index}] expects {expected} of request {self.number}, but the client made {made}"
         )
 
 

@@ -210,3 +210,60 @@ def test_ctrl_c_stops_within_seconds_while_clients_stall(tmp_path: Path) -> None
         client.close()
     assert took < 10, took
     assert code in (0, 1) and "Traceback" not in said and "CancelledError" not in said, said
+
+
+RETRYING_CLIENT = """
+import sys, time, openai
+client = openai.OpenAI(max_retries=2)
+started = time.monotonic()
+try:
+    client.chat.completions.create(model="m", messages=[{"role": "user", "content": "p"}])
+    client.chat.completions.create(model="m", messages=[{"role": "user", "content": "again"}])
+except openai.APIError as error:
+    print(type(error).__name__, getattr(error, "code", None), round(time.monotonic() - started, 1))
+"""
+
+
+def retrying_client(base_url: str) -> subprocess.CompletedProcess[str]:
+    environment = {**os.environ, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "sk-test"}
+    command = [sys.executable, "-c", RETRYING_CLIENT]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, env=environment, check=False)
+
+
+def test_once_exits_on_the_first_failure_and_frees_its_port(tmp_path: Path) -> None:
+    scenario = tmp_path / "strict.yaml"
+    scenario.write_text(
+        "replies:\n  - content: hi\n    expect_request: {message_count: 9}\n  - content: more\n"
+    )
+    with served(scenario, "--once", "--grace", "0.2") as (server, base_url):
+        done = retrying_client(base_url)
+        assert done.stdout.split()[:2] == ["BadRequestError", "sim_expectation_failed"], (
+            done.stdout + done.stderr
+        )
+        assert server.wait(timeout=20) == 1  # on its own: nobody pressed Ctrl-C
+        assert server.stderr is not None and "expect_request.message_count" in server.stderr.read()
+        port = int(base_url.rsplit(":", 1)[1].split("/")[0])
+    again = socket.socket()
+    again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    again.bind(("127.0.0.1", port))  # the next start finds the port free
+    again.close()
+
+
+def test_a_retry_after_the_last_scripted_error_gets_a_clear_answer_at_once(tmp_path: Path) -> None:
+    scenario = tmp_path / "ends-on-500.yaml"
+    scenario.write_text(
+        "replies:\n  - content: hi\n  - error: {status: 500, message: Boom., retry_after: 0.01}\n"
+    )
+    with served(scenario, "--once") as (server, base_url):
+        done = retrying_client(base_url)
+        name, code, seconds = done.stdout.split()
+        assert (name, code) == ("BadRequestError", "sim_scenario_finished"), done.stdout + done.stderr
+        assert float(seconds) < 2  # not a connection error after the client's backoff
+        assert server.wait(timeout=20) == 1  # a retry the scenario did not expect
+        assert server.stderr is not None and "a retry it did not expect?" in server.stderr.read()
+
+
+def test_once_and_cycle_together_are_a_usage_error() -> None:
+    done = subprocess.run([*SIM, "serve", str(SCENARIOS / "echo-42.yaml"), "--once", "--cycle"],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2 and "--once and --cycle" in done.stderr
