@@ -20,6 +20,7 @@ from sim.cassette.scrubbing import Scrubber
 from sim.cassette.secrets import require_scrubbable
 from sim.core.errors import CassetteError, ConfigurationError
 from sim.scenario.loader import load_scenario
+from sim.server.access_log import AccessLog
 from sim.server.cassette_server import CassetteServer
 from sim.server.proxy import UPSTREAM_TIMEOUT, RecordingProxy, Upstream
 from sim.server.response_store import STORE_LIMIT_BYTES
@@ -28,6 +29,8 @@ from sim.server.simulator import Simulator
 from sim.terminal import err, open_one, usage_error
 
 Host = Annotated[str, typer.Option(help="Address to listen on.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print no line per request answered.")]
+JsonLog = Annotated[bool, typer.Option("--json", help="Print the line per request as JSON (JSON lines).")]
 Port = Annotated[int, typer.Option(help="Port to listen on; 0 picks a free one.")]
 GRACE_SECONDS = 2.0
 """How long `--once` keeps answering after the end, so that a client's retry gets a clear error."""
@@ -44,6 +47,16 @@ def _listening(host: str, port: int) -> AppServer:
         return AppServer(None, listen(host, port))
     except OSError as error:
         raise usage_error(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
+
+
+def _write_line(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def _access_log(quiet: bool, as_json: bool) -> AccessLog | None:
+    """The line per request answered, on standard error (standard output says only where to connect)."""
+    return None if quiet else AccessLog(_write_line, as_json=as_json)
 
 
 def _tell(problems: list[str], received: int, by_api: Counter[str], answered: str) -> None:
@@ -86,6 +99,8 @@ def serve(
             help="MiB of conversations kept for previous_response_id (oldest forgotten).",
         ),
     ] = STORE_LIMIT_BYTES // 2**20,
+    quiet: Quiet = False,
+    as_json: JsonLog = False,
 ) -> None:
     """Serve an OpenAI-compatible API (Chat Completions and Responses) answering from FILE: a scenario's
     scripted replies, or a cassette's recorded responses."""
@@ -96,7 +111,7 @@ def serve(
     if looks_like_cassette(file):
         if cycle:
             raise usage_error("--cycle serves scenarios only; a cassette is played once")
-        _serve_cassette(file, host, port, grace if once else None)
+        _serve_cassette(file, host, port, grace if once else None, _access_log(quiet, as_json))
         return
     scenario = open_one(file, load_scenario)
     server = _listening(host, port)
@@ -106,6 +121,7 @@ def serve(
         on_finished=partial(_stop_after, server, grace) if once else None,
         store_limit=store_limit * 2**20,
         keep_requests=False,
+        on_answered=_access_log(quiet, as_json),
     )
     server.server.config.app = simulator.app
 
@@ -126,7 +142,7 @@ async def _stop_after(server: AppServer, seconds: float) -> None:
     asyncio.get_running_loop().call_later(seconds, server.stop)
 
 
-def _serve_cassette(file: Path, host: str, port: int, grace: float | None) -> None:
+def _serve_cassette(file: Path, host: str, port: int, grace: float | None, log: AccessLog | None) -> None:
     """Serve a cassette; with a `grace` (`--once`), until it is over and the grace has passed."""
     once = grace is not None
     cassette = open_one(file, read_cassette)
@@ -139,6 +155,7 @@ def _serve_cassette(file: Path, host: str, port: int, grace: float | None) -> No
         on_finished=partial(_stop_after, server, grace) if grace is not None else None,
         repeat=not once,
     )
+    served.on_answered = log
     server.server.config.app = served.app
 
     def ready() -> None:
@@ -190,6 +207,8 @@ def proxy(
             " OPENAI_API_KEY, so that it is not in the proxy's environment.",
         ),
     ] = None,
+    quiet: Quiet = False,
+    as_json: JsonLog = False,
 ) -> None:
     """Forward every request to UPSTREAM with OPENAI_API_KEY (never written) and record each exchange into
     CASSETTE when the proxy stops (Ctrl-C, SIGTERM, or the end of COMMAND, whose exit code it exits with)."""
@@ -210,6 +229,7 @@ def proxy(
         raise usage_error(str(error)) from None
     server = _listening(host, port)
     recording = RecordingProxy(parsed, credentials.headers, journal, timeout=upstream_timeout)
+    recording.on_answered = _access_log(quiet, as_json)
     server.server.config.app = recording.app
     url = base_url(server.sock)
     environment = {k: v for k, v in os.environ.items() if k not in ("OPENAI_ORG_ID", "OPENAI_PROJECT_ID")}

@@ -4,12 +4,13 @@ campaign, a file shown."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from sim.cassette.replay import ReplayReport
 from sim.core.transcript import turns
 from sim.player import PlayReport
-from sim.reports.html import Report, divergence, section
+from sim.reports.html import Report, Tally, divergence, section
 from sim.testing.campaign import FuzzReport
 from sim.testing.strategies import describe
 from sim.testing.target import TargetCampaign
@@ -51,10 +52,11 @@ def fuzzed(report: FuzzReport, target: str | None) -> Report:
     page = Report(f"sim fuzz{' --target ' + target if target else ''}")
     page.outcomes.update(report.outcomes)
     page.error_codes.update(report.error_codes)
-    page.notes.append(f"{report.runs} runs")
     failure = report.failure
+    findings = len(failure.violations) if failure is not None else 0
+    verdict = "every invariant held" if failure is None else _findings(findings)
+    page.tally = Tally((("runs", report.runs), ("findings", findings)), verdict, failure is None)
     if failure is None:
-        page.notes.append("every invariant held")
         return page
     again = f"sim serve {report.saved}, then your loop" if target else f"sim play {report.saved}"
     page.notes.append(f"smallest failing scenario: {report.saved}; to reproduce it: {again}")
@@ -69,19 +71,26 @@ def fuzzed(report: FuzzReport, target: str | None) -> Report:
 def fuzzed_target(campaign: TargetCampaign) -> Report:
     """A campaign against someone's loop: its tally, what the target raised, and the smallest failing run
     with what it found and how to replay it."""
-    page = Report(f"sim fuzz --target {campaign.target}")
-    page.notes.append(f"{campaign.runs} runs ({campaign.profile} profile), {campaign.requests} requests,"
-                      f" {campaign.round_trips} tool calls answered")  # fmt: skip
-    raised = ", ".join(f"{name} {count}" for name, count in campaign.raised.most_common()) or "nothing"
-    page.notes.append(f"the target raised: {raised}")
+    page = Report(f"sim fuzz --target {campaign.target} ({campaign.profile} profile)")
+    vacuous = None if campaign.violations else campaign.vacuous()
+    found = len(campaign.violations)
+    verdict = (
+        _findings(found) if found else f"nothing was tested: {vacuous}" if vacuous else "every invariant held"
+    )
+    figures: tuple[tuple[str, int], ...] = (
+        ("runs", campaign.runs),
+        ("requests", campaign.requests),
+        ("tool calls answered", campaign.round_trips),
+        ("findings", found),
+    )
+    if campaign.unsimulated:
+        figures += (("runs not simulated", campaign.unsimulated),)
+    page.tally = Tally(figures, verdict, None if vacuous else not found)
+    page.outcomes.update({f"raised {name}": count for name, count in campaign.raised.items()})
     if note := campaign.unhonoured_note():
         page.notes.append(note)
-    if not campaign.violations and (vacuous := campaign.vacuous()):
-        page.notes.append(f"nothing was tested: {vacuous}")
     failure = campaign.failure
     if failure is None:
-        if not campaign.vacuous():
-            page.notes.append("every invariant held")
         return page
     again = f"sim fuzz --target {campaign.target} --replay {campaign.saved}"
     page.notes.append(f"smallest failing run: {campaign.saved}; to reproduce it: {again}")
@@ -91,8 +100,23 @@ def fuzzed_target(campaign: TargetCampaign) -> Report:
     return page
 
 
+def _findings(count: int) -> str:
+    return "1 finding" if count == 1 else f"{count} findings"
+
+
 def shown(path: str, lines: Sequence[str]) -> Report:
-    """A scenario's scripted conversation, or a cassette's recorded one (either API), as one timeline."""
+    """A scenario's scripted conversation, or a cassette's recorded ones (either API), each as an open
+    timeline: turns, calls with their arguments, results, reasoning, usage; what comes before the first
+    conversation is the page's note."""
     page = Report(f"sim show {path}")
-    page.add(section(path, True, f"{len(lines)} lines", (), lines))
+    starts = [n for n, line in enumerate(lines) if line.startswith("conversation ")]
+    if not starts:
+        page.add(replace(section(path, True, f"{len(lines)} lines", (), lines), opened=True))
+        return page
+    page.notes += lines[: starts[0]]
+    for start, end in zip(starts, [*starts[1:], len(lines)], strict=True):
+        told = lines[start + 1 : end]
+        count = sum(line.startswith("turn ") for line in told)
+        headline = f"{lines[start]}: {count} turn{'s' if count != 1 else ''}"
+        page.add(replace(section(path, True, headline, (), told), opened=True))
     return page

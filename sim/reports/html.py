@@ -22,7 +22,7 @@ from sim.cassette.writer import write_atomically
 from sim.core.json_text import loads
 
 _ERROR_CODE = re.compile(r"Error \[([A-Za-z0-9_]+)\]")
-_CALL = re.compile(r"^(\s*call \S+: \S+) (.*)$")
+_CALL = re.compile(r"^(\s*(?:[=+] )?(?:assistant )?calls? \S+: \S+) (.*)$")
 _ONE_LINE = 60
 """Arguments this short read well as they are; longer ones are laid out (the layout costs, in Python)."""
 
@@ -57,6 +57,18 @@ class Section:
     problems: tuple[str, ...] = ()
     steps: tuple[Step, ...] = ()
     divergence: Divergence | None = None
+    opened: bool = False
+    """Shown open even when it passed (a file shown, not judged)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tally:
+    """What a page leads with in place of files passed and failed (a fuzz campaign's): its figures, as
+    `(label, value)`, and its verdict: passed, failed, or None when nothing was tested."""
+
+    figures: tuple[tuple[str, int], ...]
+    verdict: str
+    passed: bool | None
 
 
 @dataclass(slots=True)
@@ -69,7 +81,8 @@ class Report:
     error_codes: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
-    """Lines shown under the summary (a fuzz campaign's verdict and how to reproduce it)."""
+    """Lines shown under the summary (how to reproduce a campaign's failure)."""
+    tally: Tally | None = None
 
     def add(self, section: Section, outcome: str | None = None) -> None:
         """Add a file, counting its outcome and the tool error codes its timeline shows."""
@@ -83,9 +96,12 @@ class Report:
 
 _KINDS = (
     ("user:", "user"), ("turn ", "turn"), ("system:", "system"), ("+ system", "system"), ("+ user", "user"),
+    ("reply ", "turn"), ("conversation ", "turn"), ("= [reasoning", "reasoning"),
+    ("+ assistant [reasoning", "reasoning"), ("+ reasoning", "reasoning"), ("= reasoning", "reasoning"),
     ("call ", "call"), ("= calls", "call"), ("+ assistant calls", "call"), ("assistant", "assistant"),
     ("+ assistant", "assistant"), ("= assistant", "assistant"), ("result ", "result"), ("+ tool", "result"),
-    ("denied ", "denied"), ("= HTTP", "error"), ("!", "error"), ("completed in", "end"),
+    ("denied ", "denied"), ("= HTTP", "error"), ("!", "error"), ("completed in", "end"), ("expect:", "end"),
+    ("recorded by", "end"), ("shell `", "result"),
     ("= finish_reason", "end"), ("= status", "end"),
 )  # fmt: skip
 """How a line of a transcript (`sim play -v`) or an outline (`sim show`) starts, and what it is."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sim.core.transcript import preview
-from sim.scenario.schema import Scenario
+from sim.scenario.schema import Scenario, ScriptedReplySpec
 
 
 def outline(scenario: Scenario) -> list[str]:
@@ -37,3 +37,24 @@ def outline(scenario: Scenario) -> list[str]:
         wanted.append(f"results of {', '.join(expect.tool_results)}")
     lines.append(f"expect: {'; '.join(wanted)}")
     return lines
+
+
+def summary(reply: ScriptedReplySpec) -> str:
+    """A scripted reply in a few words: what it sends (as `sim serve` logs it)."""
+    if reply.error is not None:
+        where = " inside the stream" if reply.error.in_stream else ""
+        return f"error {reply.error.status}{where}: {preview(reply.error.message, 80)}"
+    if reply.malformed:
+        return "a body that is not JSON"
+    parts = []
+    if reply.refusal is not None:
+        parts.append(f"refusal {preview(reply.refusal, 60)!r}")
+    if reply.content is not None:
+        parts.append(f"text {preview(reply.content, 60)!r}")
+    if reply.tool_calls:
+        parts.append("calls " + ", ".join(call.name for call in reply.tool_calls))
+    if reply.finish_reason is not None:
+        parts.append(f"finish {reply.finish_reason}")
+    if reply.cut_after_chunks is not None:
+        parts.append(f"cut after {reply.cut_after_chunks} chunks")
+    return "; ".join(parts) or "an empty reply"

@@ -24,6 +24,7 @@ from sim.cassette.answering import Miss, RecordedAnswers
 from sim.cassette.reader import Cassette, Headers
 from sim.cassette.secrets import SECRET_HEADERS, STALE_HEADERS
 from sim.core.errors import CassetteError
+from sim.server.access_log import Answered
 from sim.server.simulator import api_error
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -42,6 +43,8 @@ class CassetteServer:
         self.cassette = cassette
         self.answers = RecordedAnswers(cassette.interactions, repeat=repeat)
         self.on_finished = on_finished
+        self.on_answered: Callable[[Answered], None] | None = None
+        """Told of each request as it is answered (the access log)."""
         """Called once, after the answer that played the last interaction or met the first problem."""
         self._told = False
         self.received = 0
@@ -76,13 +79,16 @@ class CassetteServer:
         ]
 
     async def _serve(self, request: Request) -> Response:
-        response = await self._answer(request)
+        response, api, said = await self._answer(request)
+        if self.on_answered is not None:
+            self.on_answered(Answered(api, self.received, response.status_code, said))
         if self.on_finished is not None and not self._told and (self.consumed or self.problems()):
             self._told = True
             response.background = BackgroundTask(self.on_finished)
         return response
 
-    async def _answer(self, request: Request) -> Response:
+    async def _answer(self, request: Request) -> tuple[Response, str, str]:
+        """The response, the API it was asked of, and what it served (or why not)."""
         body = await request.body()
         self.received += 1
         try:
@@ -91,15 +97,18 @@ class CassetteServer:
             self.unreadable.append(str(error))
             self.received_by["unmatched"] += 1
             message = f"sim serve: the cassette cannot be read to answer this request: {error}"
-            return api_error(
+            unreadable = api_error(
                 500, message, error_type="sim_cassette_unreadable", code="sim_cassette_unreadable"
             )
+            return unreadable, "unmatched", f"sim_cassette_unreadable: {error}"
         if isinstance(found, Miss):
             self.received_by["unmatched"] += 1
-            return api_error(
+            missed = api_error(
                 400, f"sim serve: {found}", error_type="sim_replay_mismatch", code="sim_replay_mismatch"
             )
-        self.received_by[found.codec.api.value if found.codec is not None else "other"] += 1
+            return missed, "unmatched", f"sim_replay_mismatch: {found}"
+        api = found.codec.api.value if found.codec is not None else "other"
+        self.received_by[api] += 1
         recorded = found.response
         kind = "text/event-stream" if recorded.is_event_stream else _content_type(recorded.headers)
         response = Response(recorded.body, status_code=recorded.status, media_type=kind)
@@ -107,7 +116,8 @@ class CassetteServer:
             if name not in _NOT_SERVED:
                 for value in values:
                     response.headers.append(name, value)
-        return response
+        sent = "a stream" if recorded.is_event_stream else "a body"
+        return response, api, f"interaction {found.index} of {len(self.cassette.interactions)} ({sent})"
 
 
 def _content_type(headers: Headers) -> str:

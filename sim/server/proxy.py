@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import posixpath
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
@@ -22,6 +22,7 @@ from starlette.routing import Route
 from sim.cassette.journal import Journal
 from sim.cassette.secrets import SECRET_HEADERS
 from sim.cassette.writer import Exchange
+from sim.server.access_log import Answered
 from sim.server.serve import ConnectionAborted
 from sim.server.simulator import api_error
 
@@ -132,6 +133,9 @@ class RecordingProxy:
         self._arrived = itertools.count()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sim-journal")
         self.failures: list[str] = []
+        self.on_answered: Callable[[Answered], None] | None = None
+        """Told of each request as it is answered (the access log)."""
+        self._received = itertools.count(1)
         self.client = httpx2.AsyncClient(timeout=httpx2.Timeout(timeout, connect=15), follow_redirects=False)
         self.app = Starlette(routes=[Route("/{path:path}", self._forward, methods=_METHODS)])
 
@@ -141,12 +145,18 @@ class RecordingProxy:
         self._writer.shutdown(wait=True)
         return self.journal.finish(compact=compact)
 
+    def _log(self, tail: str, number: int, status: int, said: str) -> None:
+        if self.on_answered is not None:
+            self.on_answered(Answered(_api_of(tail), number, status, said))
+
     async def _forward(self, request: Request) -> Response:
+        number = next(self._received)
         raw = request.scope.get("raw_path", b"").decode("latin-1").split("?", 1)[0] or request.url.path
         path = raw if raw.startswith("/") else request.url.path
         tail = contained(path[len(self.prefix) :] if path.startswith(self.prefix + "/") else path)
         if tail is None:
             message = "sim proxy: the request path leaves the upstream's base path; it was not forwarded"
+            self._log(path, number, 400, f"sim_path_refused: {message}")
             return api_error(400, message, code="sim_path_refused")
         target = self.upstream.target(tail, request.url.query)
         shown = self.upstream.target(tail, request.url.query, shown=True)
@@ -160,6 +170,7 @@ class RecordingProxy:
         except httpx2.HTTPError as error:
             self.failures.append(f"{request.method} {tail}: upstream unreachable: {type(error).__name__}")
             message = f"sim proxy: cannot reach the upstream {shown}: {type(error).__name__}"
+            self._log(tail, number, 502, f"sim_upstream_error: {message}")
             return api_error(502, message, error_type="sim_upstream_error", code="sim_upstream_error")
         response_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in _RESPONSE_DROPPED}
 
@@ -171,6 +182,9 @@ class RecordingProxy:
                     yield piece
             except httpx2.HTTPError as error:
                 self.failures.append(f"{request.method} {tail}: upstream broke off: {type(error).__name__}")
+                self._log(
+                    tail, number, upstream.status_code, f"the upstream broke off: {type(error).__name__}"
+                )
                 # the client's connection is aborted too (no final chunk): a cut answer must not read as whole
                 raise UpstreamBrokeOff(str(error)) from None
             finally:
@@ -187,8 +201,20 @@ class RecordingProxy:
             )
             del pieces
             self._writer.submit(self.journal.append, seq, exchange)
+            size = len(exchange.response_body or b"")
+            self._log(tail, number, upstream.status_code, f"{request.method} {tail}: recorded ({size} bytes)")
 
         return StreamingResponse(relay(), status_code=upstream.status_code, headers=response_headers)
+
+
+def _api_of(tail: str) -> str:
+    """The API a forwarded path asks (`chat`, `responses`), or the path itself."""
+    path = tail.split("?", 1)[0].rstrip("/")
+    if path.endswith("/chat/completions"):
+        return "chat"
+    if path.endswith("/responses") or "/responses/" in path:
+        return "responses"
+    return path or "/"
 
 
 class UpstreamBrokeOff(ConnectionAborted):

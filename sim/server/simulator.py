@@ -28,8 +28,10 @@ from sim.core.errors import MessageContractError
 from sim.core.json_text import loads
 from sim.core.model import ModelReply, ModelRequest
 from sim.scenario.expectations import check_request
+from sim.scenario.outline import summary
 from sim.scenario.schema import Latency, Scenario, ScriptedReplySpec
 from sim.scenario.world import scripted_reply
+from sim.server.access_log import Answered, why_refused
 from sim.server.protocols import (
     CREATED,
     Asked,
@@ -70,8 +72,11 @@ class Simulator:
         on_finished: Callable[[], Any] | None = None,
         store_limit: int = STORE_LIMIT_BYTES,
         keep_requests: bool = True,
+        on_answered: Callable[[Answered], None] | None = None,
     ) -> None:
         self.scenario = scenario
+        self.on_answered = on_answered
+        """Told of each request as it is answered (the access log)."""
         self.cycle = cycle
         self.on_finished = on_finished
         """Called once, after the answer that finished the scenario (see `finished`); from then on every
@@ -162,13 +167,30 @@ class Simulator:
 
     async def _serve(self, request: Request, protocol: WireProtocol) -> Response:
         """The answer to one request; the first answer after which the scenario is finished says so."""
+        answered = self.answered
         if self.told_finished:
-            return self._after_the_end(self._is_retry(request, await request.body()))
-        response = await self._respond(request, protocol)
-        if self.on_finished is not None and self.finished:
+            response = self._after_the_end(self._is_retry(request, await request.body()))
+        else:
+            response = await self._respond(request, protocol)
+        if self.on_answered is not None:
+            said = self._said(response, answered)
+            self.on_answered(Answered(protocol.name, self.received, response.status_code, said))
+        if self.on_finished is not None and self.finished and not self.told_finished:
             self.told_finished = True
             response.background = BackgroundTask(self.on_finished)
         return response
+
+    def _said(self, response: Response, answered: int) -> str:
+        """What `response` served (the scripted reply it sent, an error the script says included), or why it
+        served none."""
+        if self.answered > answered:
+            index = answered % len(self.steps)
+            spec = self.steps[index][0]
+            if response.status_code < 400 or (
+                spec.error is not None and spec.error.status == response.status_code
+            ):
+                return f"reply {index + 1} of {len(self.steps)}: {summary(spec)}"
+        return why_refused(bytes(response.body)) if hasattr(response, "body") else "an error"
 
     def _is_retry(self, request: Request, raw: bytes) -> bool:
         """Whether `request` retries the last one a scripted error with `retries` answered: as the SDKs say

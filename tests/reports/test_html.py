@@ -16,11 +16,14 @@ from typer.testing import CliRunner
 
 from sim.cli import app
 from sim.core.loop import RunEnding
-from sim.reports.build import fuzzed
+from sim.reports.build import fuzzed, fuzzed_target
 from sim.reports.html import render, steps
 from sim.scenario.schema import Scenario
 from sim.testing.campaign import ExampleRun, FuzzReport
 from sim.testing.invariants import Violation
+from sim.testing.replies import Profile
+from sim.testing.target import TargetCampaign
+from tests.corpus import CORPUS, needs_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "</pre><script>alert(1)</script>{{ 7*7 }}<b>bold</b>"
@@ -113,9 +116,31 @@ def test_show_html_for_a_scenario_and_a_cassette(tmp_path: Path) -> None:
         ROOT / "scenarios" / "echo-42.yaml",
         ROOT / "cassettes" / "responses" / "parallel-calls.yaml",
     ):
-        page = run("show", source, "--html", tmp_path / f"{source.stem}.html")
+        out = tmp_path / f"{source.stem}.html"
+        page = run("show", source, "--html", out)
         self_contained(page)
         assert "user:" in page.text or "+ user:" in page.text
+        html = out.read_text()
+        assert page.open_details >= 1  # a file shown is a timeline to read, not a collapsed verdict
+        for kind in ("turn", "call", "end"):
+            assert f'<li class="{kind}">' in html, (source.name, kind)
+    cassette = tmp_path / "parallel-calls.html"
+    assert '<li class="result">+ tool call_' in cassette.read_text()
+    assert "tokens " in cassette.read_text()
+
+
+@needs_corpus
+def test_show_html_shows_reasoning_and_each_conversation(tmp_path: Path) -> None:
+    source = (
+        CORPUS / "responses" / "pydantic-ai__responses_reasoning_tool_call__stream_reasoning_followup.yaml"
+    )
+    if not source.exists():
+        pytest.skip("needs the real-cassette corpus beside the repository (../shared/real-cassettes)")
+    out = tmp_path / "reasoning.html"
+    page = run("show", source, "--html", out)
+    html = out.read_text()
+    assert '<li class="reasoning">= [reasoning: 1080 chars encrypted]</li>' in html
+    assert page.open_details == 1 and "conversation 1: 2 turns" in page.text
 
 
 def test_fuzz_report_shows_the_counterexample_and_how_to_reproduce_it(tmp_path: Path) -> None:
@@ -132,7 +157,42 @@ def test_fuzz_report_shows_the_counterexample_and_how_to_reproduce_it(tmp_path: 
 def test_a_passing_fuzz_campaign_report(tmp_path: Path) -> None:
     page = run("fuzz", "--examples", "20", "--seed", "3", "--report", tmp_path / "fuzz.html")
     self_contained(page)
-    assert "every invariant held" in page.text and "20 runs" in page.text
+    html = (tmp_path / "fuzz.html").read_text()
+    assert '<div class="verdict pass">every invariant held</div>' in html
+    assert '<div class="count">20</div><div>runs</div>' in html
+    assert "0 passed" not in page.text and "file(s)" not in page.text  # a campaign is no list of files
+
+
+@pytest.mark.parametrize(
+    ("found", "raised", "verdict"),
+    [
+        ([], {"KeyError": 3}, '<div class="verdict pass">every invariant held</div>'),
+        ([Violation("crash", HOSTILE)], {}, '<div class="verdict fail">1 finding</div>'),
+        (
+            [],
+            {"RuntimeError": 30},
+            '<div class="verdict warn">nothing was tested: the target raised RuntimeError',
+        ),
+    ],
+    ids=["passed", "finding", "vacuous"],
+)
+def test_a_target_campaign_leads_with_its_figures_and_verdict(
+    tmp_path: Path, found: list[Violation], raised: dict[str, int], verdict: str
+) -> None:
+    campaign = TargetCampaign("tests.targets:loop", Profile.api, runs=30, requests=71, round_trips=12)
+    campaign.raised.update(raised)
+    campaign.violations = found
+    html = render(fuzzed_target(campaign))
+    self_contained(Page(html))
+    assert verdict in html
+    for value, label in (
+        (30, "runs"),
+        (71, "requests"),
+        (12, "tool calls answered"),
+        (len(found), "findings"),
+    ):
+        assert f'<div class="count">{value}</div><div>{label}</div>' in html
+    assert "<script>" not in html and "0 passed" not in html
 
 
 def test_pytest_writes_one_report_for_scenario_and_cassette_items(pytester: pytest.Pytester) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -50,7 +51,27 @@ def test_sim_run_against_sim_serve_follows_the_scenario(tmp_path: Path) -> None:
         assert done.stdout.rstrip().endswith("The command printed 42.")
         assert server.wait(timeout=20) == 0
         assert server.stderr is not None
-        assert "served 2 requests (chat 2); 2 replies sent" in server.stderr.read()
+        said = server.stderr.read()
+        assert "served 2 requests (chat 2); 2 replies sent" in said
+    logged = [line for line in said.splitlines() if " chat " in line]  # a line per request, as answered
+    assert re.fullmatch(r"\d\d:\d\d:\d\d chat +#1 +200 reply 1 of 2: calls shell", logged[0]), logged
+    assert re.fullmatch(r".* #2 +200 reply 2 of 2: text 'The command printed 42\.'", logged[1]), logged
+
+
+def test_the_access_log_is_json_lines_or_nothing(tmp_path: Path) -> None:
+    with served(SCENARIOS / "rate-limited.yaml", "--once", "--json", "--grace", "0") as (server, base_url):
+        sim_run(base_url, tmp_path, "Run `date`.")
+        assert server.wait(timeout=20) == 0 and server.stderr is not None
+        lines = [json.loads(line) for line in server.stderr.read().splitlines() if line.startswith("{")]
+    assert [(line["api"], line["number"], line["status"]) for line in lines] == [
+        ("chat", 1, 200),
+        ("chat", 2, 429),
+    ]
+    assert lines[1]["said"] == "reply 2 of 2: error 429: Rate limit reached for requests"
+    with served(SCENARIOS / "rate-limited.yaml", "--once", "--quiet", "--grace", "0") as (server, base_url):
+        sim_run(base_url, tmp_path, "Run `date`.")
+        assert server.wait(timeout=20) == 0 and server.stderr is not None
+        assert " chat " not in server.stderr.read()
 
 
 def test_scripted_error_reaches_sim_run_as_a_typed_error(tmp_path: Path) -> None:
