@@ -21,9 +21,9 @@ from pathlib import Path
 
 import yaml
 
+from sim.cli.pages import played
+from sim.cli.terminal import write_report
 from sim.player import PlayReport, play_file
-from sim.reports.build import played
-from sim.reports.html import write_report
 from sim.scenario import scenario_files
 from sim.scenario.yaml_source import YamlLoader
 

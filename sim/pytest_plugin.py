@@ -19,9 +19,9 @@ import pytest
 
 from sim.cassette.replay import ReplayReport, has_sim_block, replay_file
 from sim.cassette.vcr_support import RECORD_MODES, missing_recording, missing_recording_in, sim_vcr
+from sim.cli.pages import played, replayed
+from sim.cli.terminal import write_report
 from sim.player import PlayReport, play_file
-from sim.reports.build import played, replayed
-from sim.reports.html import write_report
 from sim.scenario.loader import SCENARIO_SUFFIXES
 
 _ROOTS = pytest.StashKey[tuple[Path, ...]]()

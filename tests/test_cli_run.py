@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from sim import cli
+from sim.cli import app, live
 from tests.adapters.endpoint import Endpoint, completion, function_call
 
 KEY = "sk-cli-secret-0123456789"
@@ -27,7 +27,7 @@ def serve(monkeypatch: pytest.MonkeyPatch, *bodies: dict) -> Endpoint:
     import httpx2
 
     endpoint = Endpoint(*(httpx2.Response(200, json=body) for body in bodies))
-    monkeypatch.setattr(cli, "http_client_factory", endpoint.client)
+    monkeypatch.setattr(live, "http_client_factory", endpoint.client)
     return endpoint
 
 
@@ -40,7 +40,7 @@ def call_shell(command: str) -> dict:
 
 
 def run(*args: str) -> Result:
-    return CliRunner().invoke(cli.app, ["run", *args])
+    return CliRunner().invoke(app, ["run", *args])
 
 
 def test_transcript_and_final_text(configured: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -112,7 +112,7 @@ def test_api_error_is_one_line_and_exit_1(configured: Path, monkeypatch: pytest.
     endpoint = Endpoint(
         httpx2.Response(429, json={"error": {"message": "Slow down", "type": "rate_limit_error"}})
     )
-    monkeypatch.setattr(cli, "http_client_factory", endpoint.client)
+    monkeypatch.setattr(live, "http_client_factory", endpoint.client)
     result = run("--prompt", "x")
     assert result.exit_code == 1
     assert result.output.strip().splitlines()[-1] == "error: api_error: HTTP 429: Slow down"
@@ -132,7 +132,7 @@ def test_stream_flag_streams(configured: Path, monkeypatch: pytest.MonkeyPatch) 
     endpoint = Endpoint(
         sse({"choices": [{"index": 0, "delta": {"content": "streamed"}, "finish_reason": "stop"}]})
     )
-    monkeypatch.setattr(cli, "http_client_factory", endpoint.client)
+    monkeypatch.setattr(live, "http_client_factory", endpoint.client)
     result = run("--prompt", "x", "--stream")
     assert result.exit_code == 0
     assert result.output.rstrip().endswith("streamed")

@@ -100,7 +100,7 @@ version: 1
 
 
 def test_only_cassettes_sim_recorded_are_items_not_the_markers_own(pytester: pytest.Pytester) -> None:
-    """`sim_cassettes = cassettes`, as the README suggests, beside the marker's default
+    """`sim_cassettes = cassettes`, as the docs suggest, beside the marker's default
     `cassettes/<module>/<test>.yaml`: the marker's cassettes and other YAML there are not items."""
     from pathlib import Path
 

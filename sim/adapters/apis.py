@@ -11,8 +11,6 @@ from typing import Any
 import httpx2
 
 from sim.adapters import chat_wire, responses_wire
-from sim.adapters.openai_chat import OpenAIChatModel
-from sim.adapters.openai_responses import OpenAIResponsesModel
 from sim.core.errors import ConfigurationError
 from sim.core.messages import ChatMessage, SystemMessage
 from sim.core.model import ModelClient, ModelReply, ToolSpec
@@ -137,6 +135,11 @@ def connect_model(
 ) -> ModelClient:
     """The adapter for `api` on a new SDK client; `max_tokens` is Chat's `max_completion_tokens` or the
     Responses API's `max_output_tokens`, and `chain` (previous_response_id) is for the Responses API only."""
+    # the SDK is imported here, not above: it takes half a second, and readers of recorded traffic, the
+    # simulator and `sim serve` never need it
+    from sim.adapters.openai_chat import OpenAIChatModel
+    from sim.adapters.openai_responses import OpenAIResponsesModel
+
     if api is Api.responses:
         return OpenAIResponsesModel.connect(
             base_url=base_url,

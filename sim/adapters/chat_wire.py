@@ -231,6 +231,8 @@ class StreamAssembler:
 
 
 STREAM_ENDED_EARLY = "Stream ended without a finish reason"
+REPLY_NOT_JSON = "Reply body is not JSON"
+STREAM_CHUNK_NOT_JSON = "Stream chunk is not JSON"
 
 _WIRE_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 

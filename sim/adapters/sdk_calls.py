@@ -16,12 +16,10 @@ import httpx2
 import openai
 from openai import AsyncOpenAI, AsyncStream
 
+from sim.adapters.chat_wire import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON
 from sim.core.errors import ModelAPIError, ModelConnectionError, ModelReplyError, ModelTimeoutError
 
 _JSON_HEADERS = {"Content-Type": "application/json"}
-
-REPLY_NOT_JSON = "Reply body is not JSON"
-STREAM_CHUNK_NOT_JSON = "Stream chunk is not JSON"
 
 
 def connect(

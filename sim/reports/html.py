@@ -18,7 +18,6 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from sim.cassette.writer import write_atomically
 from sim.core.json_text import loads
 
 _ERROR_CODE = re.compile(r"Error \[([A-Za-z0-9_]+)\]")
@@ -170,11 +169,6 @@ def render(report: Report) -> str:
         outcome_bars=bars(report.outcomes),
         code_bars=bars(report.error_codes),
     )
-
-
-def write_report(path: Path, report: Report) -> None:
-    """Write the page atomically."""
-    write_atomically(path, render(report))
 
 
 def section(path: str, passed: bool, headline: str, problems: Sequence[str], lines: Sequence[str],

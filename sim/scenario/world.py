@@ -6,8 +6,7 @@ import inspect
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sim.adapters.chat_wire import STREAM_ENDED_EARLY
-from sim.adapters.sdk_calls import REPLY_NOT_JSON
+from sim.adapters.chat_wire import REPLY_NOT_JSON, STREAM_ENDED_EARLY
 from sim.core.approval import AllowAllApprover, Approver, DenyAllApprover
 from sim.core.calls import call_key
 from sim.core.errors import ModelAPIError, ModelReplyError, ScenarioError

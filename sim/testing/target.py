@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-import openai
 import uvicorn
 from hypothesis import given
 from hypothesis import seed as hypothesis_seed
@@ -72,6 +71,8 @@ class Target:
 
     async def run_async(self, url: str) -> None:
         """One run of a coroutine function, with an `AsyncOpenAI` client closed afterwards."""
+        import openai  # here: importing the SDK takes half a second, which no other `sim` command pays
+
         # plain HTTP on 127.0.0.1: no TLS context to build (loading CA files is most of a client's cost)
         async with openai.AsyncOpenAI(
             base_url=url, api_key="sim-fuzz", http_client=httpx2.AsyncClient(verify=False)
@@ -80,6 +81,8 @@ class Target:
 
     def run_sync(self, url: str) -> None:
         """One run of a plain function, with an `OpenAI` client closed afterwards."""
+        import openai
+
         with openai.OpenAI(
             base_url=url, api_key="sim-fuzz", http_client=httpx2.Client(verify=False)
         ) as client:

@@ -17,13 +17,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from sim import cli
 from sim.cassette import compact
 from sim.cassette.compact import compact_data, expand_data
 from sim.cassette.reader import load_data, read_cassette
 from sim.cassette.replay import replay_cassette
 from sim.cassette.writer import to_yaml
-from sim.cli import app
+from sim.cli import app, files
 from sim.core.errors import CassetteError
 from sim.server.cassette_server import CassetteServer
 from tests.corpus import needs_corpus, real_cassettes
@@ -304,7 +303,7 @@ def test_convert_refuses_to_write_more_than_its_limit_and_writes_nothing(
 ) -> None:
     """40 branches of one request with a 100 KB system prompt make 41 scenarios of 100 KB each (the
     first request, and each branch: a run of its own)."""
-    monkeypatch.setattr(cli, "MAX_CONVERTED_CHARS", 1024 * 1024)
+    monkeypatch.setattr(files, "MAX_CONVERTED_CHARS", 1024 * 1024)
     path = tmp_path / "branches.yaml"
     path.write_text(to_yaml(many_references(40, 0, appended=True, system="s" * 100_000)))
     result = CliRunner().invoke(app, ["convert", str(path), "-o", str(tmp_path / "s.yaml")])
@@ -313,7 +312,7 @@ def test_convert_refuses_to_write_more_than_its_limit_and_writes_nothing(
         result.output
     )
     assert not list(tmp_path.glob("s*.yaml"))
-    monkeypatch.setattr(cli, "MAX_CONVERTED_CHARS", 8 * 1024 * 1024)
+    monkeypatch.setattr(files, "MAX_CONVERTED_CHARS", 8 * 1024 * 1024)
     result = CliRunner().invoke(app, ["convert", str(path), "-o", str(tmp_path / "s.yaml")])
     assert result.exit_code == 0, result.output
     assert len(list(tmp_path.glob("s*.yaml"))) == 41

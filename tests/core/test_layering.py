@@ -72,6 +72,19 @@ def test_no_circle_between_packages() -> None:
     assert {"sim.core", "sim.cassette", "sim.server", "sim.scenario", "sim.testing"} <= set(graph)
 
 
+FRONT_ENDS = {"sim.cli", "sim.pytest_plugin"}
+
+
+def test_front_ends_sit_above_everything_and_reports_take_plain_data() -> None:
+    """Nothing imports the command line or the pytest plugin (the plugin may use the command line's
+    pages); the report pages import nothing of sim but core: the front ends turn results into pages."""
+    graph = package_imports()
+    above = {unit: sorted(others & FRONT_ENDS) for unit, others in graph.items() if unit not in FRONT_ENDS}
+    assert {unit: found for unit, found in above.items() if found} == {}
+    assert graph["sim.reports"] <= {"sim.core"}
+    assert "sim.cli" in graph and "sim.pytest_plugin" in graph
+
+
 def test_the_package_users_import_first_imports_on_its_own() -> None:
     """In a fresh interpreter, as a user's `from sim.server import Simulator` does: a circle between two
     packages fails only when the wrong one is imported first (the walk above finds any circle)."""

@@ -15,8 +15,8 @@ import yaml
 from typer.testing import CliRunner
 
 from sim.cli import app
+from sim.cli.pages import fuzzed, fuzzed_target
 from sim.core.loop import RunEnding
-from sim.reports.build import fuzzed, fuzzed_target
 from sim.reports.html import render, steps
 from sim.scenario.schema import Scenario
 from sim.testing.campaign import ExampleRun, FuzzReport

@@ -14,9 +14,8 @@ import pytest
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from sim import ModelAPIError, ModelRequest, SystemMessage, UserMessage
-from sim.adapters.chat_wire import STREAM_ENDED_EARLY
+from sim.adapters.chat_wire import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON, STREAM_ENDED_EARLY
 from sim.adapters.openai_chat import OpenAIChatModel
-from sim.adapters.sdk_calls import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON
 from sim.core.errors import ModelReplyError
 from sim.scenario import load_scenario
 from sim.server import Simulator

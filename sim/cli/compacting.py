@@ -14,8 +14,8 @@ from sim.cassette.compact import compacted, expanded, expanded_rest
 from sim.cassette.journal import SUFFIX, write_recovered
 from sim.cassette.reader import load_data
 from sim.cassette.writer import cassette_pieces, write_pieces
+from sim.cli.terminal import err, out, usage_error
 from sim.core.errors import CassetteError
-from sim.terminal import err, out, usage_error
 
 Cassettes = Annotated[list[Path], typer.Argument(metavar="FILES", help="Cassette files, rewritten in place.")]
 

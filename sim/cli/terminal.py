@@ -13,8 +13,9 @@ import typer
 from rich.console import Console
 from typer.core import TyperOption
 
+from sim.cassette.writer import write_atomically
 from sim.core.errors import AgentError
-from sim.reports.html import Report, write_report
+from sim.reports.html import Report, render
 
 _Read = TypeVar("_Read")
 
@@ -55,6 +56,11 @@ def print_json(data: Any) -> None:
         out.print_json(data=data)
     else:
         out.file.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_report(path: Path, report: Report) -> None:
+    """Write the page atomically (a half-written page is never left behind)."""
+    write_atomically(path, render(report))
 
 
 def write_report_if_asked(path: Path | None, page: Callable[[], Report]) -> None:

@@ -13,11 +13,8 @@ from hypothesis.database import ExampleDatabase
 from rich.progress import Progress
 from rich.text import Text
 
-from sim.core.errors import ConfigurationError
-from sim.core.transcript import visible
-from sim.reports.build import fuzzed, fuzzed_target
-from sim.scenario.loader import load_scenario
-from sim.terminal import (
+from sim.cli.pages import fuzzed, fuzzed_target
+from sim.cli.terminal import (
     JsonFlag,
     PlayVia,
     ReportFile,
@@ -28,6 +25,9 @@ from sim.terminal import (
     usage_error,
     write_report_if_asked,
 )
+from sim.core.errors import ConfigurationError
+from sim.core.transcript import visible
+from sim.scenario.loader import load_scenario
 from sim.testing.campaign import fuzz as fuzz_campaign
 from sim.testing.campaign import save_scenario
 from sim.testing.databases import example_database

@@ -18,6 +18,7 @@ from sim.cassette.journal import Journal
 from sim.cassette.reader import looks_like_cassette, read_cassette
 from sim.cassette.scrubbing import Scrubber
 from sim.cassette.secrets import require_scrubbable
+from sim.cli.terminal import err, open_one, usage_error
 from sim.core.errors import CassetteError, ConfigurationError
 from sim.scenario.loader import load_scenario
 from sim.server.access_log import AccessLog
@@ -26,7 +27,6 @@ from sim.server.proxy import UPSTREAM_TIMEOUT, RecordingProxy, Upstream
 from sim.server.response_store import STORE_LIMIT_BYTES
 from sim.server.serve import AppServer, CommandNotFound, base_url, listen
 from sim.server.simulator import Simulator
-from sim.terminal import err, open_one, usage_error
 
 Host = Annotated[str, typer.Option(help="Address to listen on.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print no line per request answered.")]

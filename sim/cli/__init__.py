@@ -1,0 +1,60 @@
+"""The `sim` command line: one typer app, its commands gathered from a module per command group."""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+from typing import Annotated
+
+import typer
+
+from sim.cli.compacting import compact, expand, recover
+from sim.cli.files import check, convert, play, replay, show
+from sim.cli.fuzzing import fuzz
+from sim.cli.live import record, run
+from sim.cli.serving import proxy, serve
+
+app = typer.Typer(
+    name="sim",
+    help="Record, replay and simulate OpenAI tool-calling agent loops.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"sim {version('sim')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    show_version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Record, replay and simulate OpenAI tool-calling agent loops."""
+
+
+for command in (
+    play,
+    check,
+    show,
+    replay,
+    convert,
+    run,
+    record,
+    compact,
+    expand,
+    recover,
+    fuzz,
+    serve,
+    proxy,
+):
+    app.command()(command)
+
+
+def main() -> None:
+    """Entry point of the `sim` console script."""
+    app()

@@ -1,0 +1,5 @@
+"""`python -m sim.cli`: the `sim` command line."""
+
+from sim.cli import main
+
+main()

@@ -1,0 +1,208 @@
+"""The commands that read scenario and cassette files: `play`, `check`, `show`, `replay`, `convert`."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.text import Text
+
+from sim.adapters.apis import Api
+from sim.cassette.audit import audit
+from sim.cassette.conversations import Conversation, conversations
+from sim.cassette.convert import runs, scenario_data
+from sim.cassette.outline import outline as cassette_outline
+from sim.cassette.reader import looks_like_cassette, read_cassette
+from sim.cassette.replay import replay_file
+from sim.cassette.scrubbing import Scrubber
+from sim.cassette.writer import to_yaml, write_atomically
+from sim.cli.pages import checked, played, replayed, shown
+from sim.cli.terminal import (
+    JsonFlag,
+    PlayVia,
+    ReportFile,
+    err,
+    open_one,
+    out,
+    print_json,
+    usage_error,
+    write_report_if_asked,
+)
+from sim.cli.verdicts import each, files_given, verdicts
+from sim.core.errors import CassetteError, ScenarioError
+from sim.core.transcript import turns, visible
+from sim.player import PlayReport, Via, play_file
+from sim.scenario.loader import load_scenario
+from sim.scenario.outline import outline
+
+Paths = Annotated[
+    list[Path], typer.Argument(metavar="PATHS", help="Scenario files, or folders searched recursively.")
+]
+
+
+def play(
+    paths: Paths,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print each run's transcript.")] = False,
+    via: Annotated[
+        PlayVia,
+        typer.Option(help="direct: a scripted model; sdk: the real adapter and SDK against the simulator."),
+    ] = PlayVia.direct,
+    stream: Annotated[bool, typer.Option("--stream", help="With --via sdk, stream replies (SSE).")] = False,
+    api: Annotated[Api, typer.Option(help="With --via sdk, the API the adapter speaks.")] = Api.chat,
+    chain: Annotated[
+        bool, typer.Option("--chain", help="With --api responses: previous_response_id.")
+    ] = False,
+    as_json: JsonFlag = False,
+    report: ReportFile = None,
+) -> None:
+    """Run scenario files through the real loop with their scripted model and world."""
+    mode: Via = via.value
+    if chain and api is not Api.responses:
+        raise usage_error("--chain is for the Responses API (--api responses)")
+
+    def one(path: Path) -> Awaitable[PlayReport]:
+        return play_file(path, via=mode, stream=stream, api=api, chain=chain)
+
+    reports = each(files_given(paths), "playing", one, as_json)
+    write_report_if_asked(report, lambda: played(reports))
+    verdicts(reports, [f"{r.outcome}, {turns(r.turns)}" for r in reports], verbose, as_json)
+
+
+def check(
+    paths: Annotated[
+        list[Path], typer.Argument(metavar="PATHS", help="Scenario or cassette files, or folders of them.")
+    ],
+    as_json: JsonFlag = False,
+    report: ReportFile = None,
+) -> None:
+    """Validate scenario files without running them; audit cassettes (secrets, pairing, errors, staleness)."""
+    results: list[dict[str, Any]] = []
+    for path in files_given(paths):
+        if looks_like_cassette(path):
+            try:
+                found = audit(read_cassette(path))
+                serious = any(finding.severity == "serious" for finding in found)
+                findings = [finding.line(str(path)) for finding in found]
+                results.append(
+                    {"path": str(path), "kind": "cassette", "valid": not serious, "findings": findings}
+                )
+            except CassetteError as error:
+                results.append(
+                    {"path": str(path), "kind": "cassette", "valid": False, "findings": [str(error)]}
+                )
+            continue
+        try:
+            load_scenario(path)
+            results.append({"path": str(path), "kind": "scenario", "valid": True, "findings": []})
+        except ScenarioError as error:
+            results.append({"path": str(path), "kind": "scenario", "valid": False, "findings": [str(error)]})
+    invalid = [result for result in results if not result["valid"]]
+    write_report_if_asked(report, lambda: checked(results))
+    if as_json:
+        print_json(results)
+    else:
+        for result in results:
+            for line in result["findings"]:
+                style = "red" if ": serious: " in line or result["kind"] == "scenario" else "yellow"
+                out.print(Text(line, style=style))
+            if result["valid"]:
+                out.print(Text.assemble(("ok ", "green"), result["path"]))
+            elif result["kind"] == "scenario":
+                out.print(Text.assemble(("invalid ", "red"), result["path"]))
+            else:
+                out.print(Text.assemble(("serious findings ", "red"), result["path"]))
+        out.print(f"{len(results) - len(invalid)} ok, {len(invalid)} failed")
+    if invalid:
+        raise typer.Exit(1)
+
+
+def show(
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="A scenario or cassette file.")],
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Also write the timeline as an HTML page.")
+    ] = None,
+) -> None:
+    """Print a scenario's scripted conversation, or a cassette's recorded one, turn by turn (credentials
+    masked, control characters written out)."""
+    told = (
+        open_one(file, lambda path: cassette_outline(read_cassette(path)))  # bodies are read lazily
+        if looks_like_cassette(file)
+        else outline(open_one(file, load_scenario))
+    )
+    masked = Scrubber()
+    lines = [visible(masked.text(line)) for line in told]
+    for line in lines:
+        out.print(line, markup=False)
+    write_report_if_asked(html, lambda: shown(str(file), lines))
+
+
+def replay(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(metavar="PATHS", help="Cassettes recorded by `sim record`, or folders of them."),
+    ],
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print each replay's transcript.")] = False,
+    as_json: JsonFlag = False,
+    report: ReportFile = None,
+) -> None:
+    """Replay recorded sessions offline (no key, no network, no command run); compare with the recording."""
+    reports = each(files_given(paths), "replaying", replay_file, as_json)
+    details = [f"{r.outcome}, {turns(r.turns)}, {r.interactions} interactions" for r in reports]
+    write_report_if_asked(report, lambda: replayed(reports))
+    verdicts(reports, details, verbose, as_json)
+
+
+def convert(
+    cassette: Annotated[Path, typer.Argument(metavar="FILE", help="Any vcrpy cassette.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The scenario file to write.")],
+    force: Annotated[bool, typer.Option("--force", help="Overwrite existing files.")] = False,
+) -> None:
+    """Turn a recorded session into editable scenario files that `sim play` plays the same way.
+
+    Each conversation (each run of one: a scenario has one prompt) gives a file: OUTPUT, OUTPUT-2, ...
+    """
+    found = open_one(cassette, _runs)
+    if not found:
+        raise usage_error(f"{cassette}: no model calls to convert")
+    targets = [
+        output if n == 1 else output.with_name(f"{output.stem}-{n}{output.suffix}")
+        for n in range(1, len(found) + 1)
+    ]
+    if not force and (existing := [t for t in targets if t.exists()]):
+        raise usage_error(f"exists: {', '.join(map(str, existing))} (use --force to overwrite)")
+    texts, size = [], 0  # all made before any is written: past the limit, nothing is
+    for target, conversation in zip(targets, found, strict=True):
+        data = scenario_data(conversation, name=target.stem, source=cassette.name)
+        texts.append(to_yaml(Scrubber().value(data)))  # others' recordings may hold credentials
+        size += len(texts[-1])
+        if size > MAX_CONVERTED_CHARS:
+            err.print(
+                f"{cassette}: its {len(found)} conversations would make more than"
+                f" {MAX_CONVERTED_CHARS // 1024**2} MiB of scenarios; nothing written",
+                markup=False,
+            )
+            raise typer.Exit(1)
+    for target, conversation, text in zip(targets, found, texts, strict=True):
+        write_atomically(target, text)
+        out.print(f"wrote {target} ({len(conversation.exchanges)} replies)", markup=False)
+
+
+MAX_CONVERTED_CHARS = 256 * 1024 * 1024
+"""The most text `sim convert` writes from one cassette (a small file of many branches from one large
+request must not fill a disk)."""
+
+
+def _runs(cassette: Path) -> list[Conversation]:
+    """The cassette's conversations cut into runs (one prompt each), those whose first request cannot be
+    read told and left out (read here whole, so that an error in a lazily read body is one line)."""
+    found = []
+    for conversation in conversations(read_cassette(cassette)):
+        first = conversation.exchanges[0]
+        if first.request_problem:
+            where = f"interaction {first.interaction.index}"
+            err.print(f"skipped {where}: its request cannot be read: {first.request_problem}", markup=False)
+        else:
+            found += runs(conversation)
+    return found
