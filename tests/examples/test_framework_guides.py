@@ -1,13 +1,14 @@
-"""The README's framework guide, run: each framework's weather agent in `examples/frameworks/` (a) against
-`sim serve SCENARIO`, (b) recorded with `sim proxy ... -- python agent.py` and replayed with `sim serve
-CASSETTE`, (c) replayed inside pytest by the marker, and (d) fuzzed with `sim fuzz --target`
-(a fixed seed, a few dozen examples, the verdict asserted). The
+"""The framework guide (docs/frameworks.md), run: each framework's weather agent in `examples/frameworks/`
+(a) against `sim serve SCENARIO`, (b) recorded with `sim proxy ... -- python agent.py` and replayed with
+`sim serve CASSETTE`, (c) replayed inside pytest by the marker, and (d) fuzzed with `sim fuzz --target`
+(a fixed seed, a few dozen examples, the verdict asserted, and the output the guide shows checked). The
 frameworks are test extras; every agent runs as its own process, as its user would start it."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -138,7 +139,7 @@ VERDICTS = [
     ("agents_weather:run", ALLOWED["openai-agents"], None),
     ("agents_weather:run_chat", ALLOWED["openai-agents"], None),
     ("pydantic_ai_weather:run", ALLOWED["pydantic-ai"], None),
-    # the README's finding: a call whose arguments are not JSON (a non-strict function's, as the API can
+    # the guide's finding: a call whose arguments are not JSON (a non-strict function's, as the API can
     # send) lands in langchain's `invalid_tool_calls`; the loop over `tool_calls` answers the others only,
     # and the API refuses the next request
     ("langchain_weather:run", [], ("pairing", "missing tool results for ids")),
@@ -165,3 +166,17 @@ def test_each_framework_agent_fuzzed_as_a_target(
         (violation,) = summary["violations"]
         assert violation["invariant"] == finding[0] and finding[1] in violation["detail"], violation
         assert summary["saved"] == str(tmp_path / "fuzz-target-seed-0.yaml")
+    sample = documented_output(f"sim fuzz --target examples.frameworks.{target} --examples 30")
+    assert sample is not None or finding is None  # the docs show the run that finds something
+    if sample is not None:  # and what it prints is what the docs say it prints
+        raised = ", ".join(f"{name} {count}" for name, count in summary["raised"].items())
+        runs, requests, answered = summary["runs"], summary["requests"], summary["round_trips"]
+        said = f"{runs} runs of examples.frameworks.{target} (api profile): {requests} requests,"
+        assert sample[:2] == [f"{said} {answered} tool calls answered", f"raised: {raised}"]
+
+
+def documented_output(command: str) -> list[str] | None:
+    """The lines the docs show a command printing (a `text` block that starts `$ COMMAND`), if they do."""
+    text = (ROOT / "docs" / "fuzzing.md").read_text()
+    found = re.search(rf"^```text\n\$ {re.escape(command)}\n(.*?)^```", text, flags=re.S | re.M)
+    return found[1].splitlines() if found else None

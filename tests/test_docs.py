@@ -1,0 +1,119 @@
+"""The README and the docs work as written: every Python block runs, every YAML block is a scenario that
+loads, every `sim` command in a shell block parses (its command and options exist), the sample output of
+a fuzz campaign is what the campaign prints, and the docs build with `mkdocs build --strict`."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from sim.cli import app
+from sim.scenario import load_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def blocks(language: str) -> list[tuple[str, int, str]]:
+    """Each fenced block of `language` in the pages: `(page, line, text)`."""
+    found = []
+    for page in PAGES:
+        text = page.read_text()
+        for match in re.finditer(rf"^```{language}\n(.*?)^```", text, flags=re.S | re.M):
+            found.append(
+                (page.relative_to(ROOT).as_posix(), text.count("\n", 0, match.start()) + 1, match[1])
+            )
+    return found
+
+
+def named(found: list[tuple[str, int, str]]) -> list[str]:
+    return [f"{page}:{line}" for page, line, _ in found]
+
+
+PYTHON, YAML, BASH = blocks("python"), blocks("yaml"), blocks("bash")
+
+
+def test_opens_with_the_install_and_test_commands() -> None:
+    readme = (ROOT / "README.md").read_text()
+    first, second = re.findall(r"```bash\n(.*?)```", readme, flags=re.S)[:2]
+    assert first.strip().startswith("pip install -e . && ")
+    assert second.strip() == 'pip install -e ".[dev]" && pytest'
+    assert (ROOT / ".ci" / "run").read_text().rstrip().endswith(second.strip())
+    assert len(readme.splitlines()) < 200  # what a newcomer needs first; the rest is in docs/
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=named(PYTHON))
+def test_python_blocks_run(
+    block: tuple[str, int, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    page, line, text = block
+    monkeypatch.chdir(tmp_path)
+    exec(compile("\n" * line + text, page, "exec"), {})
+
+
+@pytest.mark.parametrize("block", YAML, ids=named(YAML))
+def test_yaml_blocks_are_scenarios_that_load(block: tuple[str, int, str], tmp_path: Path) -> None:
+    (tmp_path / "scenario.yaml").write_text(block[2])
+    load_scenario(tmp_path / "scenario.yaml")
+
+
+def test_the_scenario_guide_is_the_bundled_echo_42(tmp_path: Path) -> None:
+    (text,) = [text for page, _, text in YAML if page == "docs/scenarios.md"]
+    (tmp_path / "echo-42.yaml").write_text(text)
+    assert load_scenario(tmp_path / "echo-42.yaml") == load_scenario(ROOT / "scenarios" / "echo-42.yaml")
+
+
+def sim_commands(text: str) -> list[list[str]]:
+    """Each `sim ...` command of a shell block, as its arguments after `sim`."""
+    commands = []
+    for line in text.replace("\\\n", " ").splitlines():
+        words = shlex.split(line, comments=True)
+        while words and re.fullmatch(r"[A-Z_]+=.*", words[0]):  # VARIABLE=value sim ...
+            words.pop(0)
+        for stop in ("|", "&&", ";", "&", ">", "2>&1"):
+            words = words[: words.index(stop)] if stop in words else words
+        if words[:1] == ["sim"]:
+            commands.append(words[1:])
+    return commands
+
+
+COMMANDS = [(f"{page}:{line}", words) for page, line, text in BASH for words in sim_commands(text)]
+
+
+@pytest.mark.parametrize(
+    ("where", "words"), COMMANDS, ids=[f"{w} sim {' '.join(c)[:40]}" for w, c in COMMANDS]
+)
+def test_sim_commands_in_shell_blocks_parse(where: str, words: list[str]) -> None:
+    """Its command and every option exist and take what they are given (`--help` right after the command
+    stops it before it runs: click parses every word first)."""
+    assert words, where
+    done = CliRunner().invoke(app, [words[0], "--help", *words[1:]])
+    assert done.exit_code == 0, f"{where}: sim {' '.join(words)}: {done.output}"
+
+
+def test_every_page_has_commands_checked() -> None:
+    pages = {where.rsplit(":", 1)[0] for where, _ in COMMANDS}
+    assert {"README.md", "docs/scenarios.md", "docs/serving.md", "docs/fuzzing.md"} <= pages
+
+
+def test_the_docs_build_strictly(tmp_path: Path) -> None:
+    mkdocs = Path(sys.executable).parent / "mkdocs"
+    assert mkdocs.exists(), "mkdocs is not installed; install the dev extras"
+    done = subprocess.run(
+        [str(mkdocs), "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "site" / "fuzzing" / "index.html").exists()
