@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from sim.cli.compacting import compact, expand, recover
+from sim.cli.drifting import drift
 from sim.cli.files import check, convert, play, replay, show
 from sim.cli.fuzzing import fuzz
 from sim.cli.live import record, run
@@ -37,21 +38,10 @@ def root(
     """Record, replay and simulate OpenAI tool-calling agent loops."""
 
 
-for command in (
-    play,
-    check,
-    show,
-    replay,
-    convert,
-    run,
-    record,
-    compact,
-    expand,
-    recover,
-    fuzz,
-    serve,
-    proxy,
-):
+COMMANDS = (play, check, show, replay, convert, run, record, compact, expand, recover, fuzz, serve, proxy,
+            drift)  # fmt: skip
+"""In the order `sim --help` lists them."""
+for command in COMMANDS:
     app.command()(command)
 
 

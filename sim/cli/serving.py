@@ -171,7 +171,7 @@ def _serve_cassette(file: Path, host: str, port: int, grace: float | None, log: 
         raise typer.Exit(1)
 
 
-def _read_key(path: Path) -> str:
+def read_key(path: Path) -> str:
     """The key in `path` (its first line), or on standard input's first line for `-`."""
     try:
         text = sys.stdin.readline() if str(path) == "-" else path.read_text(encoding="utf-8")
@@ -219,7 +219,7 @@ def proxy(
     if cassette.exists() and not force:
         raise usage_error(f"cassette exists: {cassette} (use --force to overwrite it)")
     try:
-        credentials = UpstreamCredentials.load(api_key=_read_key(key_file) if key_file is not None else None)
+        credentials = UpstreamCredentials.load(api_key=read_key(key_file) if key_file is not None else None)
         require_scrubbable("the upstream key" if key_file else "OPENAI_API_KEY", credentials.api_key)
     except ConfigurationError as error:
         raise usage_error(str(error)) from None

@@ -1,0 +1,251 @@
+"""`sim drift`: would today's model still answer as the recordings say? Each cassette's conversations are
+asked again of a live endpoint, turn by turn, and each live reply classed against the recorded one."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Annotated, Any
+
+import httpx2
+import typer
+import yaml
+from rich.text import Text
+
+from sim.adapters.settings import UpstreamCredentials
+from sim.cassette.scrubbing import Scrubber
+from sim.cassette.secrets import require_scrubbable
+from sim.cassette.writer import write_cassette
+from sim.cli.serving import read_key
+from sim.cli.terminal import JsonFlag, ReportFile, err, out, print_json, usage_error, write_report_if_asked
+from sim.cli.verdicts import files_given
+from sim.core.errors import CassetteError, ConfigurationError
+from sim.core.model import Usage
+from sim.core.transcript import visible
+from sim.drift.compare import Drift, compared_json
+from sim.drift.prices import PRICES, cost
+from sim.drift.session import FileDrift, Upstream, drift_file
+from sim.reports.html import Report, Tally, section
+
+_STYLE = {Drift.same: "green", Drift.compatible: "yellow", Drift.breaking: "red"}
+
+
+def drift(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(metavar="PATHS", help="Cassettes (either API, plain or compact), or folders."),
+    ],
+    upstream: Annotated[
+        str, typer.Option("--upstream", help="The live API's base URL, e.g. https://api.openai.com/v1.")
+    ],
+    key_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--key-file", help="Read the key from this file (`-`: standard input) instead of OPENAI_API_KEY."
+        ),
+    ] = None,
+    max_requests: Annotated[
+        int | None,
+        typer.Option("--max-requests", min=1, help="The most requests per file (default: as recorded)."),
+    ] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", min=1, help="Files asked at once.")] = 4,
+    rerecord: Annotated[
+        Path | None,
+        typer.Option(
+            "--rerecord", help="Write a fresh cassette of each drifted file's live conversation here."
+        ),
+    ] = None,
+    prices: Annotated[
+        Path | None,
+        typer.Option("--prices", help="YAML or JSON: model -> [input, output] dollars per million tokens."),
+    ] = None,
+    as_json: JsonFlag = False,
+    report: ReportFile = None,
+) -> None:
+    """Ask each recorded conversation again of the live API (the recorded tool results kept) and say which
+    replies drifted: same, compatible (other wording, other valid arguments) or breaking (exit 1)."""
+    if not upstream.startswith(("http://", "https://")):
+        raise usage_error(f"--upstream must be an http(s) URL, not {upstream!r}")
+    try:
+        credentials = UpstreamCredentials.load(api_key=read_key(key_file) if key_file is not None else None)
+        require_scrubbable("the upstream key" if key_file else "OPENAI_API_KEY", credentials.api_key)
+        table = {**PRICES, **(_prices(prices) if prices is not None else {})}
+    except ConfigurationError as error:
+        raise usage_error(str(error)) from None
+    files = files_given(paths)
+    scrubber = Scrubber(credentials.secrets)
+    results = asyncio.run(_all(files, upstream, credentials.headers, max_requests, concurrency))
+    if rerecord is not None:
+        _rerecord(results, rerecord, credentials.secrets)
+    write_report_if_asked(report, lambda: _page(results))
+    if as_json:
+        print_json(scrubber.value(_as_json(results, table)))
+    else:
+        for result in results:
+            _tell(result, scrubber)
+        _summary(results, table)
+    if any(result.worst is Drift.breaking for result in results):
+        raise typer.Exit(1)
+
+
+def _prices(path: Path) -> dict[str, tuple[float, float]]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        raise ConfigurationError(f"--prices {path}: cannot read it: {type(error).__name__}") from None
+    if not isinstance(data, dict):
+        raise ConfigurationError(
+            f"--prices {path}: must map each model to [input, output] dollars per million"
+        )
+    table = {}
+    for model, pair in data.items():
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, int | float) for p in pair)):
+            raise ConfigurationError(f"--prices {path}: {model}: must be [input, output] dollars per million")
+        table[str(model)] = (float(pair[0]), float(pair[1]))
+    return table
+
+
+async def _all(
+    files: list[Path], base_url: str, headers: dict[str, str], max_requests: int | None, concurrency: int
+) -> list[FileDrift]:
+    limit = asyncio.Semaphore(concurrency)
+    timeout = httpx2.Timeout(120, connect=15)
+    async with httpx2.AsyncClient(timeout=timeout, follow_redirects=False) as client:
+        upstream = Upstream(base_url, headers, client)
+
+        async def one(path: Path) -> FileDrift:
+            async with limit:
+                return await drift_file(path, upstream, max_requests=max_requests)
+
+        return list(await asyncio.gather(*(one(path) for path in files)))
+
+
+def _tell(result: FileDrift, scrubber: Scrubber) -> None:
+    def said(text: str) -> str:
+        return visible(scrubber.text(text))
+
+    out.print(Text.assemble((f"{result.worst.value.upper()} ", _STYLE[result.worst]), said(result.path),
+                            (f" ({result.requests} requests)", "dim")))  # fmt: skip
+    if result.problem is not None:
+        out.print(f"  ! {said(result.problem)}", markup=False)
+    for number, conversation in enumerate(result.conversations, 1):
+        if len(result.conversations) > 1:
+            out.print(f"  conversation {number}", markup=False)
+        for turn in conversation.turns:
+            drift = turn.compared.drift
+            out.print(
+                Text.assemble(
+                    f"  turn {turn.turn} ", (drift.value, _STYLE[drift]), f": {said(turn.compared.why)}"
+                )
+            )
+            if drift is not Drift.same:
+                out.print(f"      recorded: {said(turn.recorded)}", markup=False)
+                out.print(f"      live:     {said(turn.live)}", markup=False)
+        if conversation.stopped:
+            out.print(f"  ! {said(conversation.stopped)}", markup=False)
+
+
+def _total(results: list[FileDrift]) -> Usage:
+    return Usage(
+        prompt_tokens=sum(r.usage.prompt_tokens for r in results),
+        completion_tokens=sum(r.usage.completion_tokens for r in results),
+        total_tokens=sum(r.usage.total_tokens for r in results),
+    )
+
+
+def _spent(results: list[FileDrift], table: dict[str, tuple[float, float]]) -> float | None:
+    costs = [cost(r.usage, r.model, table) for r in results if r.requests]
+    return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+
+
+def _summary(results: list[FileDrift], table: dict[str, tuple[float, float]]) -> None:
+    counts = {drift: sum(r.worst is drift for r in results) for drift in Drift}
+    usage, spent = _total(results), _spent(results, table)
+    price = f" (${spent:.4f})" if spent is not None else " (no price known for every model: see --prices)"
+    out.print(
+        f"{len(results)} files: {counts[Drift.same]} same, {counts[Drift.compatible]} compatible,"
+        f" {counts[Drift.breaking]} breaking; {sum(r.requests for r in results)} requests,"
+        f" {usage.prompt_tokens} + {usage.completion_tokens} tokens{price}",
+        markup=False,
+    )
+
+
+def _as_json(results: list[FileDrift], table: dict[str, tuple[float, float]]) -> dict[str, Any]:
+    files = [
+        {
+            "path": r.path,
+            "drift": r.worst.value,
+            "problem": r.problem,
+            "requests": r.requests,
+            "model": r.model,
+            "usage": r.usage.model_dump(),
+            "conversations": [
+                {
+                    "stopped": c.stopped,
+                    "recorded_turns": c.recorded_turns,
+                    "turns": [
+                        {
+                            "turn": t.turn,
+                            "interaction": t.interaction,
+                            "recorded": t.recorded,
+                            "live": t.live,
+                            **compared_json(t.compared),
+                        }
+                        for t in c.turns
+                    ],
+                }
+                for c in r.conversations
+            ],
+        }
+        for r in results
+    ]
+    counts = {drift.value: sum(r.worst is drift for r in results) for drift in Drift}
+    usage = _total(results)
+    requests = sum(r.requests for r in results)
+    totals = {**counts, "requests": requests, "usage": usage.model_dump(), "cost": _spent(results, table)}
+    return {"files": files, "summary": totals}
+
+
+def _rerecord(results: list[FileDrift], folder: Path, secrets: tuple[str, ...]) -> None:
+    """A cassette of the live conversation of each drifted file, up to its first breaking turn; the files
+    whose drift breaks the recording are listed: they need a real re-recording with the program."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for result in results:
+        if result.worst is Drift.same or result.problem is not None:
+            continue
+        target = folder / Path(result.path).name
+        exchanges = [exchange for conversation in result.conversations for exchange in conversation.exchanges]
+        try:
+            write_cassette(target, exchanges, sim=None, secrets=secrets)
+        except CassetteError as error:
+            err.print(f"! {target}: {error}", markup=False)
+            continue
+        err.print(f"wrote {target} ({len(exchanges)} exchanges)", markup=False)
+    broken = [result.path for result in results if result.worst is Drift.breaking]
+    for path in broken:
+        err.print(f"needs a real re-recording with your program: {visible(path)}", markup=False)
+
+
+def _page(results: list[FileDrift]) -> Report:
+    page = Report("sim drift")
+    counts = {drift: sum(r.worst is drift for r in results) for drift in Drift}
+    verdict = "breaking drift" if counts[Drift.breaking] else "no breaking drift"
+    figures = (
+        ("files", len(results)),
+        *((drift.value, counts[drift]) for drift in Drift),
+        ("requests", sum(r.requests for r in results)),
+    )
+    page.tally = Tally(figures, verdict, not counts[Drift.breaking])
+    for result in results:
+        lines = []
+        for conversation in result.conversations:
+            for turn in conversation.turns:
+                lines += [f"turn {turn.turn}: {turn.compared.drift.value}: {turn.compared.why}",
+                          f"  recorded: {turn.recorded}", f"  live:     {turn.live}"]  # fmt: skip
+            if conversation.stopped:
+                lines.append(f"! {conversation.stopped}")
+        problems = [result.problem] if result.problem else []
+        page.add(
+            section(result.path, result.worst is not Drift.breaking, result.worst.value, problems, lines)
+        )
+    return page

@@ -1,0 +1,1 @@
+"""`sim drift`: whether today's model still answers a recorded conversation as the recording says."""

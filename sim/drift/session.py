@@ -1,0 +1,239 @@
+"""Asking a recorded file's conversations again: each conversation's first request sent as recorded, then
+each next recorded request carrying the live reply in place of the recorded one (the recorded tool results
+kept: the world stays fixed, only the model is asked again), up to the recorded number of turns; each live
+reply compared with the recorded one. A conversation stops at its first breaking drift (the recorded
+results no longer answer the live calls) or at an error."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx2
+
+from sim.adapters.body_bytes import dumps
+from sim.cassette.conversations import Conversation, Exchange, HttpFailure, conversations
+from sim.cassette.reader import RecordedResponse, read_cassette
+from sim.cassette.writer import Exchange as WrittenExchange
+from sim.core.errors import AgentError
+from sim.core.json_text import loads
+from sim.core.model import Usage
+from sim.core.transcript import preview
+from sim.drift.compare import Compared, Drift, compare, summary
+from sim.drift.resend import Answer, CannotResend, resender
+
+
+@dataclass(frozen=True, slots=True)
+class TurnDrift:
+    """One turn asked again: the recorded reply and the live one, in a few words each, and how they differ."""
+
+    turn: int
+    interaction: int
+    recorded: str
+    live: str
+    compared: Compared
+
+
+@dataclass(slots=True)
+class ConversationDrift:
+    """One recorded conversation asked again, turn by turn, and why it stopped early (if it did)."""
+
+    turns: list[TurnDrift] = field(default_factory=list)
+    recorded_turns: int = 0
+    stopped: str | None = None
+    exchanges: list[WrittenExchange] = field(default_factory=list)
+    """What was sent and what came back, for `--rerecord` (no credential among the headers)."""
+
+    @property
+    def worst(self) -> Drift:
+        """The farthest any turn drifted."""
+        order = [Drift.same, Drift.compatible, Drift.breaking]
+        found = [turn.compared.drift for turn in self.turns] or [Drift.same]
+        return max(found, key=order.index)
+
+
+@dataclass(slots=True)
+class FileDrift:
+    """A file's conversations asked again, what that cost, and why it could not be read (if so)."""
+
+    path: str
+    model: str | None = None
+    """The model the recording asked (its first request's), for the cost."""
+    conversations: list[ConversationDrift] = field(default_factory=list)
+    requests: int = 0
+    usage: Usage = field(default_factory=Usage)
+    seconds: float = 0.0
+    upstream_seconds: float = 0.0
+    """The time spent waiting for the upstream (the rest is sim's own)."""
+    problem: str | None = None
+
+    @property
+    def worst(self) -> Drift:
+        """The farthest any conversation drifted (a file that could not be asked is breaking)."""
+        if self.problem is not None:
+            return Drift.breaking
+        order = [Drift.same, Drift.compatible, Drift.breaking]
+        return max((c.worst for c in self.conversations), key=order.index, default=Drift.same)
+
+
+@dataclass(frozen=True, slots=True)
+class Upstream:
+    """Where and how to ask: the base URL (`https://api.openai.com/v1`), the credential headers (never
+    written or shown), and the HTTP client (a test's in-process transport, or the network)."""
+
+    base_url: str
+    headers: Mapping[str, str]
+    client: httpx2.AsyncClient
+
+
+def _added(total: Usage, usage: Usage | None) -> Usage:
+    if usage is None:
+        return total
+    return Usage(
+        prompt_tokens=total.prompt_tokens + usage.prompt_tokens,
+        completion_tokens=total.completion_tokens + usage.completion_tokens,
+        total_tokens=total.total_tokens + usage.total_tokens,
+    )
+
+
+async def drift_file(path: Path, upstream: Upstream, *, max_requests: int | None = None) -> FileDrift:
+    """Ask each conversation of the cassette at `path` again; at most `max_requests` requests in all (the
+    recorded count when None)."""
+    started = time.perf_counter()
+    result = FileDrift(str(path))
+    try:
+        found = conversations(read_cassette(path))
+    except (AgentError, OSError, ValueError) as error:
+        result.problem = f"cannot be read: {error}"
+        return result
+    budget = max_requests if max_requests is not None else sum(len(c.exchanges) for c in found)
+    first = next((c.exchanges[0] for c in found if c.exchanges), None)
+    if first is not None and not first.request_problem:
+        model = loads(first.interaction.request.text or "{}").get("model")
+        result.model = model if isinstance(model, str) else None
+    for conversation in found:
+        asked = ConversationDrift(recorded_turns=len(conversation.exchanges))
+        result.conversations.append(asked)
+        budget = await _ask_again(conversation, asked, upstream, result, budget)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+async def _ask_again(
+    conversation: Conversation, asked: ConversationDrift, upstream: Upstream, result: FileDrift, budget: int
+) -> int:
+    previous: tuple[dict[str, Any], Answer, Answer] | None = None
+    for turn, exchange in enumerate(conversation.exchanges, 1):
+        if budget <= 0:
+            asked.stopped = f"stopped before turn {turn}: --max-requests reached"
+            return budget
+        if isinstance(exchange.reply, HttpFailure) or exchange.request_problem:
+            why = exchange.request_problem or f"the recording holds an error there ({exchange.reply})"
+            asked.stopped = f"stopped at turn {turn}: {why}"
+            return budget
+        recorded_body = _body(exchange)
+        sender = resender(exchange.codec)
+        try:
+            was = sender.answer(exchange.interaction.response)
+            body = recorded_body if previous is None else sender.next_body(recorded_body, *previous)
+        except CannotResend as error:
+            asked.stopped = f"stopped at turn {turn}: {error}"
+            return budget
+        except (AgentError, ValueError) as error:
+            asked.stopped = f"stopped at turn {turn}: the recorded reply cannot be read: {error}"
+            return budget
+        budget -= 1
+        result.requests += 1
+        # the first request goes as recorded, byte for byte; the next ones as rebuilt
+        sent = (exchange.interaction.request.body or b"") if previous is None else dumps(body)
+        response = await _send(upstream, exchange, sent, result)
+        asked.exchanges.append(_written(exchange, upstream, sent, response))
+        recorded = summary(was.reply, refused=was.refused)
+        if response.status >= 400:
+            said = _error_text(response)
+            compared = Compared(Drift.breaking, f"an error: HTTP {response.status}: {said}")
+            asked.turns.append(
+                TurnDrift(turn, exchange.interaction.index, recorded, f"HTTP {response.status}", compared)
+            )
+            asked.stopped = _stopped(turn, conversation)
+            return budget
+        try:
+            now = sender.answer(response)
+        except (AgentError, ValueError) as error:
+            compared = Compared(Drift.breaking, f"the live reply cannot be read: {error}")
+            asked.turns.append(
+                TurnDrift(turn, exchange.interaction.index, recorded, "(unreadable)", compared)
+            )
+            asked.stopped = _stopped(turn, conversation)
+            return budget
+        result.usage = _added(result.usage, now.reply.usage)
+        compared = compare(
+            was.reply, now.reply, exchange.tools, recorded_refused=was.refused, live_refused=now.refused
+        )
+        live = summary(now.reply, refused=now.refused)
+        asked.turns.append(TurnDrift(turn, exchange.interaction.index, recorded, live, compared))
+        if compared.drift is Drift.breaking:
+            asked.stopped = _stopped(turn, conversation)
+            return budget
+        previous = (recorded_body, was, now)
+    return budget
+
+
+def _stopped(turn: int, conversation: Conversation) -> str | None:
+    if turn == len(conversation.exchanges):
+        return None
+    of = len(conversation.exchanges)
+    return f"stopped at turn {turn} of {of}: the recorded results no longer answer the live reply"
+
+
+def _body(exchange: Exchange) -> dict[str, Any]:
+    text = exchange.interaction.request.text
+    body = loads(text or "{}")
+    if not isinstance(body, dict):
+        raise CannotResend("the recorded request body is not a JSON object")
+    return body
+
+
+async def _send(upstream: Upstream, exchange: Exchange, body: bytes, result: FileDrift) -> RecordedResponse:
+    url = upstream.base_url.rstrip("/") + exchange.codec.endpoint
+    headers = {"content-type": "application/json", **upstream.headers}
+    started = time.perf_counter()
+    try:
+        response = await upstream.client.post(url, content=body, headers=headers)
+    except httpx2.HTTPError as error:
+        result.upstream_seconds += time.perf_counter() - started
+        message = {"error": {"message": f"the upstream cannot be reached: {type(error).__name__}"}}
+        return RecordedResponse(599, "unreachable", {}, dumps(message))
+    result.upstream_seconds += time.perf_counter() - started
+    shown = {name.lower(): [value] for name, value in response.headers.items()}
+    return RecordedResponse(response.status_code, response.reason_phrase, shown, response.content)
+
+
+def _error_text(response: RecordedResponse) -> str:
+    body = response.json()
+    error = body.get("error") if isinstance(body, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return preview(str(message) if message is not None else response.body.decode("utf-8", "replace"), 120)
+
+
+def _written(
+    exchange: Exchange, upstream: Upstream, body: bytes, response: RecordedResponse
+) -> WrittenExchange:
+    """The exchange as a cassette would hold it: the request as sent, no credential header."""
+    uri = upstream.base_url.rstrip("/") + exchange.codec.endpoint
+    kept = {
+        name: values for name, values in response.headers.items() if name in ("content-type", "openai-model")
+    }
+    return WrittenExchange(
+        method="POST",
+        uri=uri,
+        request_headers={"content-type": ["application/json"]},
+        request_body=body,
+        status=response.status,
+        reason=response.reason,
+        response_headers=kept,
+        response_body=response.body,
+    )
