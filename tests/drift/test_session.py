@@ -192,3 +192,28 @@ def test_a_real_recording_asked_of_a_model_that_answers_as_recorded_is_the_same(
     assert result.worst is Drift.same, turns(result)
     asked_turns = sum(len(c.turns) for c in result.conversations)
     assert asked_turns == result.requests and (asked_turns > 0 or result.conversations[0].stopped)
+
+
+def test_a_chained_conversation_names_the_live_response_it_continues() -> None:
+    """`cassettes/responses/parallel-calls.yaml` chains through `previous_response_id`; the live model has
+    served a request before, so its response ids are not the recorded ones: the next request must name the
+    live response (naming the recorded id would continue the other conversation, which the API refuses)."""
+    simulator = Simulator(
+        Scenario.model_validate(yaml.safe_load((ROOT / "scenarios" / "parallel-calls.yaml").read_text()))
+    )
+    cassette = ROOT / "cassettes" / "responses" / "parallel-calls.yaml"
+    cycle = Simulator(simulator.scenario, cycle=True)
+
+    async def warm() -> None:
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=cycle.app)) as http:
+            await http.post("http://sim.test/v1/responses", json={"model": "m", "input": "earlier"})
+
+    asyncio.run(warm())
+    cycle.answered = 0  # the script starts again for the drift run; the store keeps the earlier response
+    result = asked_of(cassette, cycle.app)
+    assert [drift for drift, _ in turns(result)] == [Drift.same, Drift.same], cycle.problems
+    assert cycle.problems == [] and result.requests == 2
+    sent = [json.loads(exchange.request_body or b"{}") for exchange in result.conversations[0].exchanges]
+    recorded = json.loads(read_cassette(cassette).interactions[1].request.body or b"{}")
+    assert recorded["previous_response_id"] == "resp_sim000001"
+    assert sent[1]["previous_response_id"] == "resp_sim000002"  # the live response, not the recorded one

@@ -1,0 +1,144 @@
+"""`sim drift` as its user meets it: the table per file and the summary, `--json`, `--report`, `--rerecord`,
+`--max-requests`, exit codes, one-line usage errors, untrusted text written out, and the key never shown
+or written. The live model is `sim serve` playing a scenario: in process (the command's transport swapped
+for an ASGI one) and, once, as a real process on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+import yaml
+from typer.testing import CliRunner, Result
+
+from sim.cli import app, drifting
+from sim.scenario.schema import Scenario
+from sim.server import Simulator
+from tests.server.processes import SIM, served
+
+ROOT = Path(__file__).resolve().parents[2]
+ECHO = ROOT / "scenarios" / "echo-42.yaml"
+KEY = "sk-drift-marked-key-0123456789abcdef"
+ORG = "org-drift-marked-0123456789"
+
+
+@pytest.fixture
+def live(monkeypatch: pytest.MonkeyPatch) -> Simulator:
+    """The "live" model: `sim serve scenarios/echo-42.yaml --cycle`, in process."""
+    simulator = Simulator(Scenario.model_validate(yaml.safe_load(ECHO.read_text())), cycle=True)
+    monkeypatch.setattr(drifting, "transport_factory", lambda: httpx2.ASGITransport(app=simulator.app))
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_ORG_ID", ORG)
+    return simulator
+
+
+def drift(*args: str | Path) -> Result:
+    return CliRunner().invoke(
+        app, ["drift", *map(str, args), "--upstream", "http://sim.test/v1", "--concurrency", "1"]
+    )
+
+
+def test_recordings_the_model_still_answers_pass(live: Simulator) -> None:
+    done = drift(ROOT / "cassettes" / "echo-42.yaml", ROOT / "cassettes" / "responses" / "echo-42.yaml")
+    assert done.exit_code == 0, done.output
+    assert f"SAME {ROOT / 'cassettes' / 'echo-42.yaml'} (2 requests)" in done.output
+    assert "2 files: 2 same, 0 compatible, 0 breaking; 4 requests, 140 + 26 tokens" in done.output
+    assert "no price known for every model: see --prices" in done.output  # the scenario's model is sim-model
+    assert KEY not in done.output and ORG not in done.output
+
+
+def test_breaking_drift_exits_1_with_the_turn_side_by_side_and_is_rerecorded(
+    live: Simulator, tmp_path: Path
+) -> None:
+    report, folder = tmp_path / "drift.html", tmp_path / "fresh"
+    done = drift(ROOT / "cassettes" / "echo-42.yaml", ROOT / "cassettes" / "parallel-calls.yaml",
+                 "--report", report, "--rerecord", folder)  # fmt: skip
+    assert done.exit_code == 1, done.output
+    assert f"BREAKING {ROOT / 'cassettes' / 'parallel-calls.yaml'} (1 requests)" in done.output
+    assert "turn 1 breaking: a call drops open_browser, shell" in done.output
+    assert '      live:     shell {"command":"echo 42"} [tool_calls]' in done.output
+    assert "! stopped at turn 1 of 2: the recorded results no longer answer the live reply" in done.output
+    assert (
+        f"needs a real re-recording with your program: {ROOT / 'cassettes' / 'parallel-calls.yaml'}"
+        in done.output
+    )
+    (written,) = folder.glob("*.yaml")  # only the drifted file; it holds the live conversation
+    assert written.name == "parallel-calls.yaml"
+    assert yaml.safe_load(written.read_text())["interactions"][0]["response"]["status"]["code"] == 200
+    html = report.read_text()
+    assert '<div class="verdict fail">breaking drift</div>' in html
+    for path in [written, report]:
+        assert KEY not in path.read_text() and ORG not in path.read_text()
+
+
+def test_json_and_max_requests(live: Simulator) -> None:
+    done = drift(ROOT / "cassettes" / "responses" / "echo-42.yaml", "--json", "--max-requests", "1")
+    assert done.exit_code == 0, done.output
+    summary: dict[str, Any] = json.loads(done.output)
+    (file,) = summary["files"]
+    assert (file["drift"], file["requests"], file["model"]) == ("same", 1, "sim-model")
+    (conversation,) = file["conversations"]
+    assert conversation["stopped"] == "stopped before turn 2: --max-requests reached"
+    assert (
+        conversation["turns"][0] | {"drift": "same", "why": "same", "similarity": None}
+        == conversation["turns"][0]
+    )
+    assert summary["summary"]["same"] == 1 and summary["summary"]["usage"]["total_tokens"] > 0
+
+
+def test_untrusted_text_from_the_live_model_is_written_out(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    hostile = yaml.safe_load(ECHO.read_text())
+    hostile["replies"][0] = {"content": "\x1b]52;c;ZXZpbA==\x07 done \u202e"}
+    simulator = Simulator(Scenario.model_validate(hostile))
+    monkeypatch.setattr(drifting, "transport_factory", lambda: httpx2.ASGITransport(app=simulator.app))
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    done = drift(ROOT / "cassettes" / "echo-42.yaml")
+    assert done.exit_code == 1
+    assert "\x1b" not in done.output and "\u202e" not in done.output and "\\x1b]52" in done.output
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["--upstream", "api.openai.com"], "--upstream must be an http(s) URL"),
+        (
+            ["--upstream", "http://sim.test/v1", "--prices", "missing.yaml"],
+            "--prices missing.yaml: cannot read it",
+        ),
+    ],
+)
+def test_usage_errors_are_one_line(options: list[str], said: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    done = CliRunner().invoke(app, ["drift", str(ROOT / "cassettes" / "echo-42.yaml"), *options])
+    assert done.exit_code == 2 and said in done.output, done.output
+
+
+def test_a_real_process_against_a_real_server_never_shows_the_key(tmp_path: Path) -> None:
+    environment = {**os.environ, "OPENAI_API_KEY": KEY}
+    with served(ECHO, "--cycle", "--quiet") as (_, base_url):
+        done = subprocess.run(
+            [*SIM, "drift", str(ROOT / "cassettes" / "echo-42.yaml"), "--upstream", base_url, "--json"],
+            capture_output=True, text=True, timeout=60, env=environment, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads(done.stdout)["files"][0]["drift"] == "same"
+    assert KEY not in done.stdout + done.stderr
+    keyless = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY"}
+    missing = subprocess.run(
+        [*SIM, "drift", "x.yaml", "--upstream", "http://127.0.0.1:9/v1"],
+        capture_output=True, text=True, timeout=60, env=keyless, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1, missing.stderr
+    assert "OPENAI_API_KEY" in missing.stderr
+
+
+if sys.platform == "win32":  # pragma: no cover
+    pytestmark = pytest.mark.skip(reason="uses POSIX processes")
