@@ -34,7 +34,7 @@ def record(turns: int, api: str, folder: Path, source: Path | None) -> tuple[flo
     script = folder / f"long-{turns}.yaml"
     script.write_text(scenario(turns))
     server = subprocess.Popen(
-        [*sim, "serve", str(script), "--port", "0", "--once"], stdout=subprocess.PIPE, text=True,
+        [*sim, "serve", str(script), "--port", "0", "--once", "--quiet"], stdout=subprocess.PIPE, text=True,
         env=environment, cwd=folder,
     )  # fmt: skip
     cassette = folder / f"{api}-{turns}.yaml"

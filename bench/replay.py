@@ -58,7 +58,7 @@ def record(turns: int, folder: Path, api: str) -> Path:
     source.write_text(scenario(turns))
     cassette = folder / f"cassette-{api}-{turns}.yaml"
     server = subprocess.Popen(
-        [*SIM, "serve", str(source), "--port", "0", "--once"], stdout=subprocess.PIPE, text=True
+        [*SIM, "serve", str(source), "--port", "0", "--once", "--quiet"], stdout=subprocess.PIPE, text=True
     )
     try:
         assert server.stdout is not None

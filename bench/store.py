@@ -77,7 +77,7 @@ def measure(turns: int, chained: bool, folder: Path, source: Path | None) -> tup
     script = folder / f"long-{turns}.yaml"
     script.write_text(scenario(turns))
     server = subprocess.Popen(
-        [sys.executable, "-m", "sim.cli", "serve", str(script), "--port", "0"],
+        [sys.executable, "-m", "sim.cli", "serve", str(script), "--port", "0", "--quiet"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment, cwd=folder,
     )  # fmt: skip
     try:

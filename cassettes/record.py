@@ -47,7 +47,7 @@ RESPONSES = {
 
 def record(name: str, scenario: str, prompt: str, options: list[str], folder: Path) -> None:
     server = subprocess.Popen(
-        [*SIM, "serve", str(ROOT / "scenarios" / scenario), "--port", "0", "--once"],
+        [*SIM, "serve", str(ROOT / "scenarios" / scenario), "--port", "0", "--once", "--quiet"],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from sim.cli import app
@@ -38,6 +39,8 @@ def named(found: list[tuple[str, int, str]]) -> list[str]:
 
 
 PYTHON, YAML, BASH = blocks("python"), blocks("yaml"), blocks("bash")
+FILES = blocks(r'yaml title="[^"]+"')
+"""YAML files that are not scenarios (a CI workflow): they must parse, and the `sim` commands they run too."""
 
 
 def test_opens_with_the_install_and_test_commands() -> None:
@@ -71,9 +74,10 @@ def test_the_scenario_guide_is_the_bundled_echo_42(tmp_path: Path) -> None:
 
 
 def sim_commands(text: str) -> list[list[str]]:
-    """Each `sim ...` command of a shell block, as its arguments after `sim`."""
+    """Each `sim ...` command of a shell block (or a workflow's `run:` step), as its arguments after `sim`."""
     commands = []
     for line in text.replace("\\\n", " ").splitlines():
+        line = re.sub(r"^\s*(- )?run: ", "", line)
         words = shlex.split(line, comments=True)
         while words and re.fullmatch(r"[A-Z_]+=.*", words[0]):  # VARIABLE=value sim ...
             words.pop(0)
@@ -84,7 +88,12 @@ def sim_commands(text: str) -> list[list[str]]:
     return commands
 
 
-COMMANDS = [(f"{page}:{line}", words) for page, line, text in BASH for words in sim_commands(text)]
+COMMANDS = [(f"{page}:{line}", words) for page, line, text in BASH + FILES for words in sim_commands(text)]
+
+
+@pytest.mark.parametrize("block", FILES, ids=named(FILES))
+def test_yaml_files_shown_parse(block: tuple[str, int, str]) -> None:
+    assert isinstance(yaml.safe_load(block[2]), dict)
 
 
 OFFLINE = {"play", "check", "show", "replay"}
@@ -116,7 +125,8 @@ def test_sim_commands_in_shell_blocks_parse(
 
 def test_every_page_has_commands_checked() -> None:
     pages = {where.rsplit(":", 1)[0] for where, _ in COMMANDS}
-    assert {"README.md", "docs/scenarios.md", "docs/serving.md", "docs/fuzzing.md"} <= pages
+    assert {"README.md", "docs/scenarios.md", "docs/serving.md", "docs/fuzzing.md", "docs/drift.md"} <= pages
+    assert any(where.startswith("docs/drift.md") and words[0] == "drift" for where, words in COMMANDS)
     assert sum(runs_as_written(words) for _, words in COMMANDS) >= 4
 
 

@@ -131,8 +131,12 @@ def _tell(result: FileDrift, scrubber: Scrubber) -> None:
     def said(text: str) -> str:
         return visible(scrubber.text(text))
 
-    out.print(Text.assemble((f"{result.worst.value.upper()} ", _STYLE[result.worst]), said(result.path),
-                            (f" ({result.requests} requests)", "dim")))  # fmt: skip
+    asked = f" ({result.requests} request{'' if result.requests == 1 else 's'})"
+    out.print(
+        Text.assemble(
+            (f"{result.worst.value.upper()} ", _STYLE[result.worst]), said(result.path), (asked, "dim")
+        )
+    )
     if result.problem is not None:
         out.print(f"  ! {said(result.problem)}", markup=False)
     for number, conversation in enumerate(result.conversations, 1):

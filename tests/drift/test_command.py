@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -60,7 +62,7 @@ def test_breaking_drift_exits_1_with_the_turn_side_by_side_and_is_rerecorded(
     done = drift(ROOT / "cassettes" / "echo-42.yaml", ROOT / "cassettes" / "parallel-calls.yaml",
                  "--report", report, "--rerecord", folder)  # fmt: skip
     assert done.exit_code == 1, done.output
-    assert f"BREAKING {ROOT / 'cassettes' / 'parallel-calls.yaml'} (1 requests)" in done.output
+    assert f"BREAKING {ROOT / 'cassettes' / 'parallel-calls.yaml'} (1 request)" in done.output
     assert "turn 1 breaking: a call drops open_browser, shell" in done.output
     assert '      live:     shell {"command":"echo 42"} [tool_calls]' in done.output
     assert "! stopped at turn 1 of 2: the recorded results no longer answer the live reply" in done.output
@@ -142,3 +144,15 @@ def test_a_real_process_against_a_real_server_never_shows_the_key(tmp_path: Path
 
 if sys.platform == "win32":  # pragma: no cover
     pytestmark = pytest.mark.skip(reason="uses POSIX processes")
+
+
+def test_the_output_the_docs_show_is_what_the_command_prints(
+    live: Simulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shown = re.search(
+        r"^```text\n\$ sim (drift .*?)\n(.*?)^```", (ROOT / "docs" / "drift.md").read_text(), re.S | re.M
+    )
+    assert shown is not None
+    monkeypatch.chdir(ROOT)
+    done = CliRunner().invoke(app, shlex.split(shown[1]), terminal_width=200)
+    assert done.output == shown[2]
