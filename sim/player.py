@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -51,8 +52,18 @@ scenario, in process)."""
 SIMULATOR_URL = "http://simulator.sim/v1"
 
 
+Wrap = Callable[[httpx2.AsyncBaseTransport], httpx2.AsyncBaseTransport]
+"""What the in-process transport to the simulator is wrapped in (to keep the traffic, say)."""
+
+
 def connect(
-    scenario: Scenario, *, via: Via, stream: bool = False, api: Api = Api.chat, chain: bool = False
+    scenario: Scenario,
+    *,
+    via: Via,
+    stream: bool = False,
+    api: Api = Api.chat,
+    chain: bool = False,
+    wrap: Wrap | None = None,
 ) -> tuple[ModelClient, ScriptedModel, Simulator | None]:
     """The model the loop talks to, and the fakes behind it: the `ScriptedModel` itself (`direct`), or the
     real adapter for `api` and the SDK in front of the scenario's simulator (`sdk`)."""
@@ -67,9 +78,13 @@ def connect(
         model=scenario.model,
         stream=stream,
         chain=chain,
-        http_client=httpx2.AsyncClient(transport=httpx2.ASGITransport(app=simulator.app)),
+        http_client=httpx2.AsyncClient(transport=(wrap or _as_is)(httpx2.ASGITransport(app=simulator.app))),
     )
     return model, scripted, simulator
+
+
+def _as_is(transport: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
+    return transport
 
 
 async def play_scenario(
@@ -80,13 +95,15 @@ async def play_scenario(
     stream: bool = False,
     api: Api = Api.chat,
     chain: bool = False,
+    wrap: Wrap | None = None,
 ) -> PlayReport:
-    """Run `scenario` through the real loop with strict scripted fakes and check what came out."""
+    """Run `scenario` through the real loop with strict scripted fakes and check what came out (`wrap`:
+    around the transport to the simulator, with `via` sdk)."""
     started = time.perf_counter()
     prompt = scenario.require_prompt()
     world = build_world(scenario)
     recorder = TranscriptRecorder()
-    model, scripted, simulator = connect(scenario, via=via, stream=stream, api=api, chain=chain)
+    model, scripted, simulator = connect(scenario, via=via, stream=stream, api=api, chain=chain, wrap=wrap)
     runner = AgentRunner(
         model,
         world.tools,

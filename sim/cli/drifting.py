@@ -4,6 +4,7 @@ asked again of a live endpoint, turn by turn, and each live reply classed agains
 from __future__ import annotations
 
 import asyncio
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -13,18 +14,21 @@ import typer
 import yaml
 from rich.text import Text
 
+from sim.adapters.apis import Api
 from sim.adapters.settings import UpstreamCredentials
+from sim.cassette.reader import looks_like_cassette
 from sim.cassette.scrubbing import Scrubber
 from sim.cassette.secrets import require_scrubbable
 from sim.cassette.writer import write_cassette
 from sim.cli.serving import read_key
 from sim.cli.terminal import JsonFlag, ReportFile, err, out, print_json, usage_error, write_report_if_asked
 from sim.cli.verdicts import files_given
-from sim.core.errors import CassetteError, ConfigurationError
+from sim.core.errors import CassetteError, ConfigurationError, ScenarioError
 from sim.core.model import Usage
 from sim.core.transcript import visible
 from sim.drift.compare import Drift, compared_json
 from sim.drift.prices import PRICES, cost
+from sim.drift.scenarios import recording_of
 from sim.drift.session import FileDrift, Upstream, drift_file
 from sim.reports.html import Report, Tally, section
 
@@ -64,6 +68,7 @@ def drift(
         Path | None,
         typer.Option("--prices", help="YAML or JSON: model -> [input, output] dollars per million tokens."),
     ] = None,
+    api: Annotated[Api, typer.Option(help="The API a scenario's conversation is asked over.")] = Api.chat,
     as_json: JsonFlag = False,
     report: ReportFile = None,
 ) -> None:
@@ -79,7 +84,7 @@ def drift(
         raise usage_error(str(error)) from None
     files = files_given(paths)
     scrubber = Scrubber(credentials.secrets)
-    results = asyncio.run(_all(files, upstream, credentials.headers, max_requests, concurrency))
+    results = asyncio.run(_all(files, upstream, credentials.headers, max_requests, concurrency, api))
     if rerecord is not None:
         _rerecord(results, rerecord, credentials.secrets)
     write_report_if_asked(report, lambda: _page(results))
@@ -111,7 +116,12 @@ def _prices(path: Path) -> dict[str, tuple[float, float]]:
 
 
 async def _all(
-    files: list[Path], base_url: str, headers: dict[str, str], max_requests: int | None, concurrency: int
+    files: list[Path],
+    base_url: str,
+    headers: dict[str, str],
+    max_requests: int | None,
+    concurrency: int,
+    api: Api,
 ) -> list[FileDrift]:
     limit = asyncio.Semaphore(concurrency)
     timeout = httpx2.Timeout(120, connect=15)
@@ -122,9 +132,24 @@ async def _all(
 
         async def one(path: Path) -> FileDrift:
             async with limit:
-                return await drift_file(path, upstream, max_requests=max_requests)
+                if looks_like_cassette(path):
+                    return await drift_file(path, upstream, max_requests=max_requests)
+                return await _scenario(path, upstream, max_requests, api)
 
         return list(await asyncio.gather(*(one(path) for path in files)))
+
+
+async def _scenario(path: Path, upstream: Upstream, max_requests: int | None, api: Api) -> FileDrift:
+    """A scenario asked again as the recording it stands for (its scripted replies the recorded side)."""
+    with tempfile.TemporaryDirectory() as folder:
+        cassette = Path(folder) / "recording.yaml"
+        try:
+            await recording_of(path, cassette, api=api)
+        except ScenarioError as error:
+            return FileDrift(str(path), problem=str(error))
+        result = await drift_file(cassette, upstream, max_requests=max_requests)
+    result.path = str(path)
+    return result
 
 
 def _tell(result: FileDrift, scrubber: Scrubber) -> None:

@@ -156,3 +156,21 @@ def test_the_output_the_docs_show_is_what_the_command_prints(
     monkeypatch.chdir(ROOT)
     done = CliRunner().invoke(app, shlex.split(shown[1]), terminal_width=200)
     assert done.output == shown[2]
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_a_scenario_is_asked_again_as_the_recording_it_stands_for(live: Simulator, api: str) -> None:
+    """Its scripted replies are the recorded side: played through the real loop and SDK first, its traffic
+    is the conversation asked again."""
+    done = drift(ECHO, "--api", api, "--json")
+    assert done.exit_code == 0, done.output
+    (file,) = json.loads(done.output)["files"]
+    assert (file["path"], file["drift"], file["requests"]) == (str(ECHO), "same", 2)
+
+
+def test_a_scenario_that_cannot_stand_for_a_recording_is_a_problem(live: Simulator, tmp_path: Path) -> None:
+    served_only = tmp_path / "served-only.yaml"
+    served_only.write_text("replies:\n  - content: hi\n")
+    done = drift(served_only)
+    assert done.exit_code == 1
+    assert "missing required key 'prompt'" in done.output
