@@ -82,16 +82,17 @@ def _may_be_deep(data: str | bytes | bytearray) -> bool:
 
 
 def require_depth(value: Any, limit: int = MAX_JSON_DEPTH) -> None:
-    """`JsonTooDeep` when `value` nests lists and dicts deeper than `limit` (walked without recursion)."""
-    pending: list[tuple[Any, int]] = [(value, 1)]
-    while pending:
-        item, depth = pending.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
+    """`JsonTooDeep` when `value` nests lists and dicts deeper than `limit` (walked a level at a time,
+    without recursion: it runs on every body read, so each level is one flat loop)."""
+    level = [value] if isinstance(value, dict | list) else []
+    depth = 1
+    while level:
         if depth > limit:
             raise JsonTooDeep()
-        pending.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+        deeper: list[Any] = []
+        keep = deeper.append
+        for item in level:
+            for child in item.values() if isinstance(item, dict) else item:
+                if isinstance(child, dict | list):
+                    keep(child)
+        level, depth = deeper, depth + 1
