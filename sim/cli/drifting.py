@@ -30,7 +30,7 @@ from sim.drift.compare import Drift, compared_json
 from sim.drift.prices import PRICES, cost
 from sim.drift.scenarios import recording_of
 from sim.drift.session import FileDrift, Upstream, drift_file
-from sim.reports.html import Report, Tally, section
+from sim.reports.html import Report, Tally, divergence, section
 
 _STYLE = {Drift.same: "green", Drift.compatible: "yellow", Drift.breaking: "red"}
 
@@ -281,7 +281,11 @@ def _page(results: list[FileDrift]) -> Report:
             if conversation.stopped:
                 lines.append(f"! {conversation.stopped}")
         problems = [result.problem] if result.problem else []
-        page.add(
-            section(result.path, result.worst is not Drift.breaking, result.worst.value, problems, lines)
-        )
+        first = next((t for c in result.conversations for t in c.turns if t.shown is not None), None)
+        beside = None
+        if first is not None and first.shown is not None:  # the first turn that drifted, side by side
+            where = f"turn {first.turn}: {first.compared.why}"
+            beside = divergence(where, *first.shown, labels=("recorded reply", "live reply"))
+        passed = result.worst is not Drift.breaking
+        page.add(section(result.path, passed, result.worst.value, problems, lines, beside))
     return page

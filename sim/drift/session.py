@@ -35,6 +35,8 @@ class TurnDrift:
     recorded: str
     live: str
     compared: Compared
+    shown: tuple[str, str] | None = None
+    """The recorded and the live reply as JSON, where they differ (for a side-by-side view)."""
 
 
 @dataclass(slots=True)
@@ -174,12 +176,17 @@ async def _ask_again(
             was.reply, now.reply, exchange.tools, recorded_refused=was.refused, live_refused=now.refused
         )
         live = summary(now.reply, refused=now.refused)
-        asked.turns.append(TurnDrift(turn, exchange.interaction.index, recorded, live, compared))
+        shown = None if compared.drift is Drift.same else (_shown(was), _shown(now))
+        asked.turns.append(TurnDrift(turn, exchange.interaction.index, recorded, live, compared, shown))
         if compared.drift is Drift.breaking:
             asked.stopped = _stopped(turn, conversation)
             return budget
         previous = (recorded_body, was, now)
     return budget
+
+
+def _shown(answer: Answer) -> str:
+    return answer.reply.model_dump_json(exclude_none=True, exclude_defaults=True)
 
 
 def _stopped(turn: int, conversation: Conversation) -> str | None:

@@ -44,6 +44,7 @@ class Divergence:
     where: str
     recorded: tuple[tuple[str, bool], ...]
     now: tuple[tuple[str, bool], ...]
+    labels: tuple[str, str] = ("recorded request", "request now")
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +131,9 @@ def steps(lines: Iterable[str]) -> tuple[Step, ...]:
     return tuple(found)
 
 
-def divergence(where: str, recorded: str, now: str) -> Divergence:
+def divergence(
+    where: str, recorded: str, now: str, labels: tuple[str, str] = ("recorded request", "request now")
+) -> Divergence:
     """Two request bodies laid out side by side, the line holding the first difference marked in each."""
 
     def lines(body: str, path: str) -> tuple[tuple[str, bool], ...]:
@@ -143,7 +146,7 @@ def divergence(where: str, recorded: str, now: str) -> Divergence:
         marked = next((n for n, line in enumerate(shown) if key and f'"{key}"' in line), -1)
         return tuple((line, n == marked) for n, line in enumerate(shown))
 
-    return Divergence(where, lines(recorded, where), lines(now, where))
+    return Divergence(where, lines(recorded, where), lines(now, where), labels)
 
 
 def bars(counts: Counter[str]) -> list[tuple[str, int, int]]:

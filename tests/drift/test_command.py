@@ -75,6 +75,11 @@ def test_breaking_drift_exits_1_with_the_turn_side_by_side_and_is_rerecorded(
     assert yaml.safe_load(written.read_text())["interactions"][0]["response"]["status"]["code"] == 200
     html = report.read_text()
     assert '<div class="verdict fail">breaking drift</div>' in html
+    assert (
+        "<strong>recorded reply</strong>" in html
+        and "<strong>live reply</strong>" in html
+        and "open_browser" in html
+    )  # recorded and live side by side
     for path in [written, report]:
         assert KEY not in path.read_text() and ORG not in path.read_text()
 
