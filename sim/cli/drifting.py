@@ -42,7 +42,7 @@ transport_factory: TransportFactory = lambda: None  # noqa: E731
 def drift(
     paths: Annotated[
         list[Path],
-        typer.Argument(metavar="PATHS", help="Cassettes (either API, plain or compact), or folders."),
+        typer.Argument(metavar="PATHS", help="Cassettes (plain or compact, either API), scenarios, folders."),
     ],
     upstream: Annotated[
         str, typer.Option("--upstream", help="The live API's base URL, e.g. https://api.openai.com/v1.")
