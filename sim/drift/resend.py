@@ -3,8 +3,9 @@ next recorded request rebuilt to carry the live reply in place of the recorded o
 world's answers, kept as recorded, sent to the live call ids).
 
 Chat Completions: the assistant message that follows the previous request's `messages` is replaced by the
-live one. The Responses API: the recorded output items in `input` are replaced by the live ones, and a
-chained request names the live response in `previous_response_id`.
+live one. The Responses API: the recorded output items sent back in `input` are replaced by the live
+ones, and a chained request names the live response in `previous_response_id`. What each request added
+is carried forward onto what was sent before it, so earlier live replies stay in the conversation.
 """
 
 from __future__ import annotations
@@ -45,11 +46,15 @@ class Resender(Protocol):
         """The reply in a response body or stream (`ModelReplyError` and friends when unreadable)."""
         ...
 
-    def next_body(
-        self, recorded: dict[str, Any], previous: dict[str, Any], was: Answer, now: Answer
-    ) -> dict[str, Any]:
-        """The recorded request after `previous`, carrying the live answer `now` in place of the recorded
-        answer `was`."""
+    def carried_forward(self, added: list[Any], was: Answer, now: Answer) -> list[Any]:
+        """What a recorded request added to its conversation list after the request before it (the
+        recorded answer `was` carried back, then the world's answers), with the live answer `now` in its
+        place and the answers sent to the live call ids."""
+        ...
+
+    def chained(self, recorded: dict[str, Any], was: Answer, now: Answer) -> dict[str, Any] | None:
+        """A recorded request that continues a stored response, naming the live one instead (its
+        answers sent to the live call ids); None for a request that sends its whole conversation."""
         ...
 
 
@@ -92,19 +97,16 @@ class ChatResender:
             )
         return Answer(reply, refused, [chat_wire.message_to_wire(reply.message)], None)
 
-    def next_body(
-        self, recorded: dict[str, Any], previous: dict[str, Any], was: Answer, now: Answer
-    ) -> dict[str, Any]:
-        """The recorded messages with the live assistant message where the recorded one was."""
-        messages, before = recorded.get("messages"), previous.get("messages")
-        at = len(before) if isinstance(before, list) else -1
-        if not isinstance(messages, list) or at < 0 or len(messages) <= at:
-            raise CannotResend("the next request does not extend the one before")
-        if not isinstance(messages[at], Mapping) or messages[at].get("role") != "assistant":
+    def carried_forward(self, added: list[Any], was: Answer, now: Answer) -> list[Any]:
+        """The live assistant message where the recorded one was, the tool messages to the live ids."""
+        if not added or not isinstance(added[0], Mapping) or added[0].get("role") != "assistant":
             raise CannotResend("the next request does not carry the reply right after the one before")
         ids = _renamed(was.reply.message.tool_calls, now.reply.message.tool_calls)
-        rest = [_answering(message, ids) for message in messages[at + 1 :]]
-        return {**recorded, "messages": [*messages[:at], _as_sent(messages[at], now.carried[0]), *rest]}
+        return [_as_sent(added[0], now.carried[0]), *(_answering(message, ids) for message in added[1:])]
+
+    def chained(self, recorded: dict[str, Any], was: Answer, now: Answer) -> dict[str, Any] | None:
+        """Chat Completions keeps nothing: every request sends the whole conversation."""
+        return None
 
 
 def _as_sent(sent: Mapping[str, Any], live: Mapping[str, Any]) -> dict[str, Any]:
@@ -164,30 +166,37 @@ class ResponsesResender:
             reply, refused, carried, responses_wire.response_id(events if events is not None else whole)
         )
 
-    def next_body(
-        self, recorded: dict[str, Any], previous: dict[str, Any], was: Answer, now: Answer
-    ) -> dict[str, Any]:
-        """The recorded input with the live output items in place of the recorded ones (a chained request:
-        the live response named, its input as recorded); tool outputs sent to the live call ids (a client
-        that sent a call's item id, `fc_...`, as its `call_id` gets the live call id there too)."""
-        ids = _renamed(was.reply.message.tool_calls, now.reply.message.tool_calls)
-        ids |= _renamed_items(was.carried, ids)
-        items = recorded.get("input")
-        listed = items if isinstance(items, list) else [{"role": "user", "content": items}]
-        if recorded.get("previous_response_id") is not None:
-            if now.response_id is None:
-                raise CannotResend("the live response has no id to chain to")
-            return {**recorded, "previous_response_id": now.response_id, "input": _outputs(listed, ids)}
-        before = previous.get("input")
-        at = len(before) if isinstance(before, list) else 1
-        if len(listed) < at:
-            raise CannotResend("the next request does not extend the one before")
+    def carried_forward(self, added: list[Any], was: Answer, now: Answer) -> list[Any]:
+        """The live output items where the recorded ones were sent back, the tool outputs to the live call
+        ids (a client that sent a call's item id, `fc_...`, as its `call_id` gets the live call id there
+        too)."""
+        ids = self._ids(was, now)
         recorded_ids = {item.get("id") for item in was.carried if item.get("id")}
         recorded_calls = {item.get("call_id") for item in was.carried if item.get("call_id")}
-        end = at
-        while end < len(listed) and _carried_back(listed[end], recorded_ids, recorded_calls):
+        end = 0
+        while end < len(added) and _carried_back(added[end], recorded_ids, recorded_calls):
             end += 1
-        return {**recorded, "input": [*listed[:at], *now.carried, *_outputs(listed[end:], ids)]}
+        return [*now.carried, *_outputs(added[end:], ids)]
+
+    def chained(self, recorded: dict[str, Any], was: Answer, now: Answer) -> dict[str, Any] | None:
+        """A request naming `previous_response_id`: the live response named instead, its input as
+        recorded but for the call ids."""
+        if recorded.get("previous_response_id") is None:
+            return None
+        if now.response_id is None:
+            raise CannotResend("the live response has no id to chain to")
+        items = recorded.get("input")
+        listed = items if isinstance(items, list) else [{"role": "user", "content": items}]
+        return {
+            **recorded,
+            "previous_response_id": now.response_id,
+            "input": _outputs(listed, self._ids(was, now)),
+        }
+
+    @staticmethod
+    def _ids(was: Answer, now: Answer) -> dict[str, str]:
+        ids = _renamed(was.reply.message.tool_calls, now.reply.message.tool_calls)
+        return ids | _renamed_items(was.carried, ids)
 
 
 def _renamed_items(carried: list[Any], ids: Mapping[str, str]) -> dict[str, str]:

@@ -14,16 +14,16 @@ from typing import Any
 
 import httpx2
 
-from sim.adapters.body_bytes import dumps
+from sim.adapters.body_bytes import GrowingItems, assemble, dumps
 from sim.cassette.conversations import Conversation, Exchange, HttpFailure, conversations
-from sim.cassette.reader import RecordedResponse, read_cassette
+from sim.cassette.reader import RecordedRequest, RecordedResponse, read_cassette
 from sim.cassette.writer import Exchange as WrittenExchange
 from sim.core.errors import AgentError
 from sim.core.json_text import loads
 from sim.core.model import Usage
 from sim.core.transcript import preview
 from sim.drift.compare import Compared, Drift, compare, summary
-from sim.drift.resend import Answer, CannotResend, resender
+from sim.drift.resend import Answer, CannotResend, Resender, resender
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,10 +124,62 @@ async def drift_file(path: Path, upstream: Upstream, *, max_requests: int | None
     return result
 
 
+class _Sent:
+    """What a conversation last sent: the body's other fields, its conversation list's items encoded one
+    by one (so that the next body is one copy of them, not an encoding of the whole), and how long the
+    recorded list was at that turn."""
+
+    def __init__(self, body: dict[str, Any], key: str) -> None:
+        items = body.get(key)
+        listed = (
+            items
+            if isinstance(items, list)
+            else []
+            if items is None
+            else [{"role": "user", "content": items}]
+        )
+        self.key = key
+        self.fields = {name: value for name, value in body.items() if name != key}
+        self.items = GrowingItems()
+        self.items.extend(dumps(item) for item in listed)
+        self.recorded = len(listed)
+        self.request: RecordedRequest | None = None
+        """The recorded request this state answers (a compact request appended to it reads its items)."""
+
+    def extended(self, fields: dict[str, Any], added: list[Any], recorded: int) -> bytes:
+        """The next body: `fields`, and the list as sent so far with `added` after it."""
+        self.fields = fields
+        self.items.extend(dumps(item) for item in added)
+        self.recorded = recorded
+        return assemble(fields, self.key, self.items.joined(), b"")
+
+
+def _next(exchange: Exchange, sender: Resender, state: _Sent, was: Answer, now: Answer) -> bytes:
+    """The next request's body, carrying `now` where the recording carried `was`; `state` is brought up to
+    it (a chained request sends only what is new, and leaves it as it was)."""
+    request = exchange.interaction.request
+    appended = request.appended
+    if appended is not None and appended.base is state.request and "previous_response_id" not in state.fields:
+        # a compact request that only appends items: read from those items alone, as the reader did
+        added = sender.carried_forward(list(appended.items), was, now)
+        return state.extended(state.fields, added, state.recorded + len(appended.items))
+    body = _body(exchange)
+    if (chained := sender.chained(body, was, now)) is not None:
+        return dumps(chained)
+    items = body.get(exchange.codec.conversation)
+    listed = items if isinstance(items, list) else []
+    if len(listed) < state.recorded:
+        raise CannotResend("the next request does not extend the one before")
+    fields = {name: value for name, value in body.items() if name != exchange.codec.conversation}
+    added = sender.carried_forward(listed[state.recorded :], was, now)
+    return state.extended(fields, added, len(listed))
+
+
 async def _ask_again(
     conversation: Conversation, asked: ConversationDrift, upstream: Upstream, result: FileDrift, budget: int
 ) -> int:
-    previous: tuple[dict[str, Any], Answer, Answer] | None = None
+    previous: tuple[Answer, Answer] | None = None
+    state: _Sent | None = None
     for turn, exchange in enumerate(conversation.exchanges, 1):
         if budget <= 0:
             asked.stopped = f"stopped before turn {turn}: --max-requests reached"
@@ -136,11 +188,15 @@ async def _ask_again(
             why = exchange.request_problem or f"the recording holds an error there ({exchange.reply})"
             asked.stopped = f"stopped at turn {turn}: {why}"
             return budget
-        recorded_body = _body(exchange)
         sender = resender(exchange.codec)
         try:
             was = sender.answer(exchange.interaction.response)
-            body = recorded_body if previous is None else sender.next_body(recorded_body, *previous)
+            if previous is None or state is None:  # the first request goes as recorded, byte for byte
+                sent = exchange.interaction.request.body or b""
+                state = _Sent(_body(exchange), exchange.codec.conversation)
+            else:
+                sent = _next(exchange, sender, state, *previous)
+            state.request = exchange.interaction.request
         except CannotResend as error:
             asked.stopped = f"stopped at turn {turn}: {error}"
             return budget
@@ -149,8 +205,6 @@ async def _ask_again(
             return budget
         budget -= 1
         result.requests += 1
-        # the first request goes as recorded, byte for byte; the next ones as rebuilt
-        sent = (exchange.interaction.request.body or b"") if previous is None else dumps(body)
         response = await _send(upstream, exchange, sent, result)
         asked.exchanges.append(_written(exchange, upstream, sent, response))
         recorded = summary(was.reply, refused=was.refused)
@@ -181,7 +235,7 @@ async def _ask_again(
         if compared.drift is Drift.breaking:
             asked.stopped = _stopped(turn, conversation)
             return budget
-        previous = (recorded_body, was, now)
+        previous = (was, now)
     return budget
 
 

@@ -15,9 +15,12 @@ import httpx2
 import pytest
 import yaml
 
+from sim.cassette.compact import compact_data
 from sim.cassette.conversations import conversations
 from sim.cassette.convert import runs, scenario_data
-from sim.cassette.reader import read_cassette
+from sim.cassette.reader import load_data, read_cassette
+from sim.cassette.writer import to_yaml
+from sim.drift import session
 from sim.drift.compare import Drift
 from sim.drift.session import FileDrift, Upstream, drift_file
 from sim.scenario.schema import Scenario
@@ -217,3 +220,36 @@ def test_a_chained_conversation_names_the_live_response_it_continues() -> None:
     recorded = json.loads(read_cassette(cassette).interactions[1].request.body or b"{}")
     assert recorded["previous_response_id"] == "resp_sim000001"
     assert sent[1]["previous_response_id"] == "resp_sim000002"  # the live response, not the recorded one
+
+
+MAX_TURNS = yaml.safe_load((ROOT / "scenarios" / "max-turns.yaml").read_text())
+
+
+def compacted(cassette: Path, tmp_path: Path) -> Path:
+    """A compact copy of `cassette` (`sim compact`'s form)."""
+    copy = tmp_path / f"compact-{cassette.parent.name}-{cassette.name}"
+    copy.write_text(to_yaml(compact_data(load_data(cassette))))
+    return copy
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("form", ["plain", "compact"])
+def test_each_live_reply_stays_in_the_conversation_after_it(
+    api: str, form: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three turns, the first answered with other (valid) arguments: the requests after it carry that live
+    reply, not the recorded one, on a plain cassette and on a compact one (whose appended requests are read
+    from their items alone)."""
+    recorded = ROOT / "cassettes" / ("" if api == "chat" else "responses") / "max-turns.yaml"
+    cassette = recorded if form == "plain" else compacted(recorded, tmp_path)
+    waiting = {"id": "call_1", "name": "shell", "arguments": {"command": "./deploy-status --wait"}}
+    changed = {**MAX_TURNS, "replies": [{"tool_calls": [waiting]}, *MAX_TURNS["replies"][1:]]}
+    parsed: list[int] = []
+    whole = session._body
+    monkeypatch.setattr(session, "_body", lambda exchange: parsed.append(1) or whole(exchange))
+    result, simulator = asked(cassette, changed)
+    assert [drift for drift, _ in turns(result)] == [Drift.compatible, Drift.same, Drift.same], turns(result)
+    assert len(parsed) == (3 if form == "plain" else 1)  # a compact request is read from its items alone
+    assert simulator.problems == []
+    later = [exchange.request_body or b"" for exchange in result.conversations[0].exchanges[1:]]
+    assert all(b"./deploy-status --wait" in body for body in later)  # the live call, at turns 2 and 3
