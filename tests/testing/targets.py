@@ -149,41 +149,41 @@ def breaks_the_chain(client: OpenAI, prompt: str, max_turns: int = 8) -> str | N
     return None
 
 
-def chains_carefully(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
+def chains_carefully(client: OpenAI, prompt: str) -> str | None:
     """The chained Responses loop done right: each request chains to the latest response."""
-    response = client.responses.create(model="m", input=prompt, tools=RESPONSES_TOOLS)
-    for _ in range(max_turns):
-        if response.status == "incomplete":
-            return None
-        calls = [item for item in response.output if item.type == "function_call"]
-        if not calls:
-            return response.output_text
-        outputs: Any = [
-            {"type": "function_call_output", "call_id": call.call_id, "output": weather(call.arguments)}
-            for call in calls
-        ]
-        response = client.responses.create(
-            model="m", previous_response_id=response.id, input=outputs, tools=RESPONSES_TOOLS
-        )
-    return None
+    return _careful_responses(client, prompt)
 
 
-def chains_without_storing(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
+def chains_without_storing(client: OpenAI, prompt: str) -> str | None:
     """Bug (f): a chained Responses loop that asks the API not to store the responses it chains to (a
     common production failure: the live API answers `previous_response_not_found`)."""
-    response = client.responses.create(model="m", input=prompt, tools=RESPONSES_TOOLS, store=False)
-    for _ in range(max_turns):
+    return _careful_responses(client, prompt, asked=lambda turn: {"store": False})
+
+
+def _careful_responses(
+    client: OpenAI,
+    prompt: str,
+    *,
+    asked: Any = lambda turn: {},
+    result: Any = lambda call: weather(call.arguments),
+    tools: Any = RESPONSES_TOOLS,
+    max_turns: int = 8,
+) -> str | None:
+    """The careful chained Responses loop (stops at `incomplete`, answers every call, chains to the latest
+    response) with hooks: the parameters `asked(turn)` adds to a request (turn 0 is the first), and the
+    `result(call)` of each call."""
+    response = client.responses.create(model="m", input=prompt, tools=tools, **asked(0))
+    for turn in range(1, max_turns + 1):
         if response.status == "incomplete":
             return None
         calls = [item for item in response.output if item.type == "function_call"]
         if not calls:
             return response.output_text
         outputs: Any = [
-            {"type": "function_call_output", "call_id": call.call_id, "output": weather(call.arguments)}
-            for call in calls
+            {"type": "function_call_output", "call_id": c.call_id, "output": result(c)} for c in calls
         ]
         response = client.responses.create(
-            model="m", previous_response_id=response.id, input=outputs, tools=RESPONSES_TOOLS, store=False
+            model="m", previous_response_id=response.id, input=outputs, tools=tools, **asked(turn)
         )
     return None
 
@@ -301,25 +301,11 @@ def trusts_strict_arguments(client: OpenAI, prompt: str) -> str | None:
     return _careful_chat(client, prompt, result=unchecked, tools=STRICT_TOOLS)
 
 
-def _trusting_responses(
-    client: OpenAI, prompt: str, tools: Any, read: Callable[[dict[str, Any]], str]
-) -> str | None:
+def _trusting_responses(client: OpenAI, prompt: str, tools: Any, read: Callable[[Any], str]) -> str | None:
     """A Responses loop that reads each finished call's arguments with `read`, unchecked."""
-    response = client.responses.create(model="m", input=prompt, tools=tools)
-    for _ in range(8):
-        if response.status == "incomplete":
-            return None
-        calls = [item for item in response.output if item.type == "function_call"]
-        if not calls:
-            return response.output_text
-        outputs: Any = [
-            {"type": "function_call_output", "call_id": c.call_id, "output": read(json.loads(c.arguments))}
-            for c in calls
-        ]
-        response = client.responses.create(
-            model="m", previous_response_id=response.id, input=outputs, tools=tools
-        )
-    return None
+    return _careful_responses(
+        client, prompt, tools=tools, result=lambda call: read(json.loads(call.arguments))
+    )
 
 
 def trusts_strict_responses_arguments(client: OpenAI, prompt: str) -> str | None:
@@ -372,25 +358,14 @@ def hands_off(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
     return None
 
 
-def responses_hand_off(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
+def responses_hand_off(client: OpenAI, prompt: str) -> str | None:
     """The same over the Responses API, chained: each request after the first names new `instructions`
     ("not carried over from the previous response", the API says, "to swap out system messages")."""
-    response = client.responses.create(model="m", input=prompt, tools=RESPONSES_TOOLS, instructions="Triage.")
-    for turn in range(max_turns):
-        if response.status == "incomplete":
-            return None
-        calls = [item for item in response.output if item.type == "function_call"]
-        if not calls:
-            return response.output_text
-        outputs: Any = [
-            {"type": "function_call_output", "call_id": call.call_id, "output": weather(call.arguments)}
-            for call in calls
-        ]
-        response = client.responses.create(
-            model="m", previous_response_id=response.id, input=outputs, tools=RESPONSES_TOOLS,
-            instructions=f"Specialist {turn}.",
-        )  # fmt: skip
-    return None
+    return _careful_responses(
+        client,
+        prompt,
+        asked=lambda turn: {"instructions": "Triage." if turn == 0 else f"Specialist {turn - 1}."},
+    )
 
 
 def reads_logprobs(client: OpenAI, prompt: str) -> str | None:
