@@ -94,22 +94,19 @@ def _made_strict(schema: Any, depth: int) -> Any:
             return None
         made["additionalProperties"] = False
         made["required"] = list(properties) if isinstance(properties, Mapping) else []
-    for keyword in _NESTED:
-        children = schema.get(keyword)
-        if isinstance(children, Mapping):
-            made[keyword] = {name: _made_strict(child, depth + 1) for name, child in children.items()}
-            if None in made[keyword].values():
-                return None
-    for keyword in (*_LISTED, "items"):
-        children = schema.get(keyword)
-        if isinstance(children, list) and keyword != "items":
-            made[keyword] = [_made_strict(child, depth + 1) for child in children]
-            if None in made[keyword]:
-                return None
-        elif isinstance(children, Mapping):
-            made[keyword] = _made_strict(children, depth + 1)
-            if made[keyword] is None:
-                return None
+    copied: dict[str, Any] = {}  # each container of subschemas copied once, as its first child is made
+    for child, (keyword, *name) in _subschemas(schema, ()):
+        fixed = _made_strict(child, depth + 1)
+        if fixed is None:
+            return None
+        if not name:  # `items`: one schema
+            made[keyword] = fixed
+            continue
+        if keyword not in copied:
+            copied[keyword] = made[keyword] = (
+                list(made[keyword]) if keyword in _LISTED else dict(made[keyword])
+            )
+        copied[keyword][int(name[0]) if keyword in _LISTED else name[0]] = fixed
     return made
 
 
