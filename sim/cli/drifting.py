@@ -4,6 +4,7 @@ asked again of a live endpoint, turn by turn, and each live reply classed agains
 from __future__ import annotations
 
 import asyncio
+import functools
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +30,7 @@ from sim.core.transcript import visible
 from sim.drift.compare import Drift, compared_json
 from sim.drift.prices import PRICES, cost
 from sim.drift.scenarios import recording_of
-from sim.drift.session import FileDrift, Upstream, drift_file
+from sim.drift.session import FileDrift, Upstream, drift_file, usage_sum
 from sim.reports.html import Report, Tally, divergence, section
 
 _STYLE = {Drift.same: "green", Drift.compatible: "yellow", Drift.breaking: "red"}
@@ -182,11 +183,7 @@ def _tell(result: FileDrift, scrubber: Scrubber) -> None:
 
 
 def _total(results: list[FileDrift]) -> Usage:
-    return Usage(
-        prompt_tokens=sum(r.usage.prompt_tokens for r in results),
-        completion_tokens=sum(r.usage.completion_tokens for r in results),
-        total_tokens=sum(r.usage.total_tokens for r in results),
-    )
+    return functools.reduce(usage_sum, (result.usage for result in results), Usage())
 
 
 def _spent(results: list[FileDrift], table: dict[str, tuple[float, float]]) -> float | None:

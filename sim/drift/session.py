@@ -91,7 +91,8 @@ class Upstream:
     client: httpx2.AsyncClient
 
 
-def _added(total: Usage, usage: Usage | None) -> Usage:
+def usage_sum(total: Usage, usage: Usage | None) -> Usage:
+    """`total` with `usage` added (a reply that reports none adds nothing)."""
     if usage is None:
         return total
     return Usage(
@@ -112,10 +113,6 @@ async def drift_file(path: Path, upstream: Upstream, *, max_requests: int | None
         result.problem = f"cannot be read: {error}"
         return result
     budget = max_requests if max_requests is not None else sum(len(c.exchanges) for c in found)
-    first = next((c.exchanges[0] for c in found if c.exchanges), None)
-    if first is not None and not first.request_problem:
-        model = loads(first.interaction.request.text or "{}").get("model")
-        result.model = model if isinstance(model, str) else None
     for conversation in found:
         asked = ConversationDrift(recorded_turns=len(conversation.exchanges))
         result.conversations.append(asked)
@@ -194,6 +191,8 @@ async def _ask_again(
             if previous is None or state is None:  # the first request goes as recorded, byte for byte
                 sent = exchange.interaction.request.body or b""
                 state = _Sent(_body(exchange), exchange.codec.conversation)
+                model = state.fields.get("model")
+                result.model = result.model or (model if isinstance(model, str) else None)
             else:
                 sent = _next(exchange, sender, state, *previous)
             state.request = exchange.interaction.request
@@ -225,7 +224,7 @@ async def _ask_again(
             )
             asked.stopped = _stopped(turn, conversation)
             return budget
-        result.usage = _added(result.usage, now.reply.usage)
+        result.usage = usage_sum(result.usage, now.reply.usage)
         compared = compare(
             was.reply, now.reply, exchange.tools, recorded_refused=was.refused, live_refused=now.refused
         )

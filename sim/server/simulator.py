@@ -207,7 +207,9 @@ class Simulator:
         number = self.received
         erred = self._erred
         if not self.problems and erred is not None and erred.left == 0 and again:
-            return self._retried(again, number) or self._after_the_end(again)
+            retried = self._retried(again, number)  # one retry more than it expects: said as that
+            if retried is not None:
+                return retried
         if self.problems:
             why = f"it failed: {self.problems[0]}"
         else:
