@@ -39,7 +39,7 @@ APIS = {
     "litellm": "chat",
     "litellm-responses": "responses",
 }
-RECORDED = ["langchain", "openai-agents", "openai-agents-chat", "pydantic-ai"]
+RECORDED = ["langchain", "openai-agents", "pydantic-ai"]
 """The agents also recorded through the proxy and served back (each way of each framework is served a
 scenario; one way of each is recorded, to keep the suite fast)."""
 ANSWER = "It is sunny in Paris.\n"

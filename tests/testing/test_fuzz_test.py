@@ -19,10 +19,10 @@ SUITE = """
 from sim.testing import fuzz_test
 from tests.testing import targets
 
-test_careful = fuzz_test(targets.careful, examples=25)
+test_careful = fuzz_test(targets.careful, examples=12)
 test_drops_invalid_json = fuzz_test(targets.drops_invalid_json, examples=60)
 test_never_asks = fuzz_test(targets.never_asks, examples=5)
-test_careful_hostile_allowed = fuzz_test(targets.crashes_on_non_objects, profile="api", examples=25)
+test_careful_hostile_allowed = fuzz_test(targets.crashes_on_non_objects, profile="api", examples=12)
 """
 
 
