@@ -119,14 +119,19 @@ class Compactor:
 
     def add(self, index: int, method: str, path: str, text: str) -> Extension | None:
         """The extension `text` is of an earlier request, if any; `text` joins the frontier either way."""
+        growth = self.grows(index, method, path, text)
+        return None if growth is None else growth[0]
+
+    def grows(self, index: int, method: str, path: str, text: str) -> tuple[Extension, list[Any]] | None:
+        """`add`, with the items the extension appends, as JSON."""
         frontier = self._open.setdefault((method.upper(), path.rstrip("/")), deque(maxlen=FRONTIER))
         for earlier in reversed(frontier):
             grows = len(text) > len(earlier.head) + len(earlier.tail)
             if grows and text.startswith(earlier.head) and text.endswith(earlier.tail):
                 add = text[len(earlier.head) : len(text) - len(earlier.tail)]
-                if appended_items(add) is not None:
+                if (items := appended_items(add)) is not None:
                     frontier.append(_Open(index, earlier.head + add, earlier.tail))
-                    return Extension(earlier.index, len(earlier.head), add)
+                    return Extension(earlier.index, len(earlier.head), add), items
         end = list_end(text)
         if end is not None:
             frontier.append(_Open(index, text[:end], text[end:]))

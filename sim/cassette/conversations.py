@@ -2,9 +2,10 @@
 new messages and the reply it got; a Responses request that names `previous_response_id` continues the
 conversation recorded for that response.
 
-Reading stays linear in the file however long the session: a compact request that appends items to the
-request before it is read from its items alone, and the requests of a conversation share one growing list
-of messages (`SharedPrefix`), so neither rebuilding bodies nor copying histories costs the session's square.
+Reading stays linear in the file however long the session: a request that appends items to the request
+before it (a compact one, or a plain one whose text repeats that request's) is read from its items alone,
+and the requests of a conversation share one growing list of messages (`SharedPrefix`), so neither
+rebuilding bodies nor copying histories costs the session's square.
 """
 
 from __future__ import annotations
@@ -152,50 +153,11 @@ def _appended(
     )  # fmt: skip
 
 
-class _Decoded:
-    """The last requests read, as sent and as messages: a plain request that differs from one of them only
-    by items appended to its conversation list (each request of a session repeats the one before) has only
-    those items decoded, so that reading a session stays linear in its bytes, not square in messages."""
-
-    KEPT = 8
-
-    def __init__(self) -> None:
-        self._last: list[tuple[Codec, dict[str, Any], list[Any], list[ChatMessage]]] = []
-
-    def history(self, codec: Codec, body: dict[str, Any]) -> list[ChatMessage]:
-        """`codec.history(body)`, what an earlier request already said not decoded again."""
-        items = body.get(codec.conversation)
-        if not isinstance(items, list):
-            return codec.history(body)
-        rest = {key: value for key, value in body.items() if key != codec.conversation}
-        known = self._known(codec, rest, items)
-        try:
-            if known is None:
-                raise LookupError
-            history = [*known[1], *codec.history({codec.conversation: items[len(known[0]) :]})]
-        except (LookupError, AgentError):  # decoded whole: a refusal names the item by its place in the list
-            history = codec.history(body)
-        self._last = [(codec, rest, items, history), *self._last[: self.KEPT - 1]]
-        return history
-
-    def _known(
-        self, codec: Codec, rest: dict[str, Any], items: list[Any]
-    ) -> tuple[list[Any], list[ChatMessage]] | None:
-        for mine, their_rest, raw, history in self._last:
-            # a list ending with the model's turn may be continued by items that join that turn
-            ended_by_model = bool(history) and isinstance(history[-1], AssistantMessage)
-            if (mine is codec and len(raw) < len(items) and not ended_by_model and their_rest == rest
-                    and items[: len(raw)] == raw):  # fmt: skip
-                return raw, history
-        return None
-
-
 def _request(
     interaction: RecordedInteraction,
     codec: Codec,
     replied: dict[str, _Replied],
     parallel: _ParallelReplies,
-    decoded: _Decoded,
 ) -> _Request:
     """The request's conversation; a chained one is continued from the response it names (`replied`:
     each recorded response's conversation, by id)."""
@@ -204,7 +166,7 @@ def _request(
         return _Request([], problem="request body is not a JSON object")
     streamed = bool(body.get("stream"))
     try:
-        messages, tools = parallel.regrouped(decoded.history(codec, body)), codec.tools(body.get("tools"))
+        messages, tools = parallel.regrouped(codec.history(body)), codec.tools(body.get("tools"))
     except AgentError as error:
         return _Request([], streamed=streamed, problem=str(error))
     previous = codec.chained_to(body)
@@ -345,7 +307,6 @@ def conversations(cassette: Cassette) -> list[Conversation]:
     found: list[Conversation] = []
     replied: dict[str, _Replied] = {}
     parallel = _ParallelReplies()
-    decoded = _Decoded()
     earlier: dict[int, Exchange] = {}
     ends = _Ends()
     for interaction in cassette.interactions:
@@ -353,7 +314,7 @@ def conversations(cassette: Cassette) -> list[Conversation]:
         if codec is None:
             continue
         request = _appended(interaction, codec, earlier, parallel) or _request(
-            interaction, codec, replied, parallel, decoded
+            interaction, codec, replied, parallel
         )
         messages = request.messages
         position = None if request.problem else ends.grown(found, messages)

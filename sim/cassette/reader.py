@@ -6,9 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-import json
 import re
-import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +17,7 @@ import yaml
 
 from sim.adapters.apis import Codec, codec_for
 from sim.cassette.compact import (
+    Compactor,
     Extension,
     Rebuilder,
     TooMuchRebuilt,
@@ -26,18 +25,10 @@ from sim.cassette.compact import (
     checked_reference,
     list_end,
 )
+from sim.cassette.stored_body import MAX_BODY_BYTES, BodyTooLarge, body_bytes, decompress, sse_lines
 from sim.core.errors import CassetteError
-from sim.core.json_text import loads, require_depth
+from sim.core.json_text import loads
 from sim.scenario.yaml_source import YamlLoader, YamlTooLarge, check_limits, may_alias, yaml_problem
-
-_GZIP_MAGIC = b"\x1f\x8b"
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-
-def sse_lines(text: str) -> list[str]:
-    """The lines of an event stream, split on `\\n`, `\\r\\n` and `\\r` only, as the SDK splits them
-    (`str.splitlines` would also split text holding U+2028 or U+0085)."""
-    return _LINE_BREAK.split(text)
 
 
 class _CassetteLoader(YamlLoader):
@@ -71,57 +62,6 @@ def _headers(raw: Any) -> Headers:
     return headers
 
 
-def _body_bytes(raw: Any) -> bytes | None:
-    if isinstance(raw, Mapping):
-        if "string" in raw:
-            raw = raw["string"]
-        elif "parsed_body" in raw:
-            raw = raw["parsed_body"]
-    if raw is None:
-        return None
-    if isinstance(raw, bytes):
-        return raw
-    if isinstance(raw, str):
-        return raw.encode("utf-8")
-    require_depth(raw)  # a `parsed_body` is written back as JSON, and the encoder recurses
-    return json.dumps(raw, ensure_ascii=False).encode("utf-8")
-
-
-MAX_BODY_BYTES = 64 * 1024 * 1024
-"""The largest body sim decompresses (a gzip bomb stops there); real bodies are a small part of it."""
-
-
-class BodyTooLarge(ValueError):
-    """A compressed body that unpacks, or a compact one that rebuilds, to more than `MAX_BODY_BYTES`."""
-
-    def __init__(self, how: str = "decompresses") -> None:
-        super().__init__(f"the body {how} to more than {MAX_BODY_BYTES // (1024 * 1024)} MiB")
-
-
-def _inflate(body: bytes, wbits: int) -> bytes:
-    inflater = zlib.decompressobj(wbits)
-    data = inflater.decompress(body, MAX_BODY_BYTES)
-    if inflater.unconsumed_tail:
-        raise BodyTooLarge()
-    return data + inflater.flush()
-
-
-def decompress(body: bytes) -> bytes:
-    """`body` unzipped when it is gzip or zlib data (whatever the headers claim), else as it is (a body
-    that merely starts like gzip, such as audio, is not one); `BodyTooLarge` past `MAX_BODY_BYTES`."""
-    if body.startswith(_GZIP_MAGIC):
-        try:
-            return _inflate(body, 16 + zlib.MAX_WBITS)
-        except zlib.error:
-            return body
-    if body[:1] == b"\x78":
-        try:
-            return _inflate(body, zlib.MAX_WBITS)
-        except zlib.error:
-            return body
-    return body
-
-
 @dataclass(frozen=True, slots=True)
 class Extended:
     """A compact request body: the `base` request's body with `add` inserted at character `at`."""
@@ -150,6 +90,8 @@ class RecordedRequest:
     headers: Headers
     stored_body: bytes | None
     extended: Extended | None = None
+    plain_growth: PlainGrowth | None = field(default=None, compare=False, repr=False)
+    """The file's finder of plain bodies that append to an earlier one (as a compact body would)."""
 
     @property
     def path(self) -> str:
@@ -186,9 +128,15 @@ class RecordedRequest:
 
     @property
     def appended(self) -> Appended | None:
-        """What a compact body appends to its base's conversation list (`messages`, `input`), the rest
-        of the body unchanged, as JSON items; None when it is not such an extension (or not compact)."""
-        _ = self.list_end
+        """What the body appends to an earlier request's conversation list (`messages`, `input`), the rest
+        of the body unchanged, as JSON items: a compact body's addition, or a plain body that is an
+        earlier one's text with items inserted after its list's last item (as `sim compact` would write
+        it); None when it is no such extension."""
+        if self.extended is None:
+            if self.plain_growth is not None and "appended" not in self.__dict__:
+                self.plain_growth.find()
+        else:
+            _ = self.list_end
         return self.__dict__.get("appended")
 
     @functools.cached_property
@@ -246,6 +194,34 @@ class Appended:
 
     base: RecordedRequest
     items: list[Any]
+
+
+class PlainGrowth:
+    """Finds, once for a whole file, which plain request bodies are an earlier body with items appended
+    to its conversation list (each request of a session repeats the one before): readers then take what
+    such a request adds from its items alone, never parsing the whole conversation it repeats again."""
+
+    def __init__(self, interactions: list[RecordedInteraction]) -> None:
+        self._interactions = interactions
+        self._found = False
+
+    def find(self) -> None:
+        """Sets each plain request's `appended` (None when it appends to none)."""
+        if self._found:
+            return
+        self._found = True
+        compactor = Compactor()
+        for interaction in self._interactions:
+            request = interaction.request
+            if interaction.codec is None or request.extended is not None or request.stored_body is None:
+                continue
+            text = request.stored_body.decode("utf-8", errors="replace")
+            growth = compactor.grows(interaction.index, request.method, request.path, text)
+            appended = None
+            if growth is not None:
+                extension, items = growth
+                appended = Appended(self._interactions[extension.base].request, items)
+            request.__dict__["appended"] = appended
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,9 +336,10 @@ def _read_cassette(path: Path) -> Cassette:
         raise CassetteError(f"{path}: not a vcrpy cassette (no `interactions` list)")
     interactions: list[RecordedInteraction] = []
     rebuilder = Rebuilder(lambda index: interactions[index].request.written)
+    growth = PlainGrowth(interactions)
     for index, raw in enumerate(data["interactions"]):
         try:
-            interactions.append(_interaction(path, index, raw, interactions, rebuilder))
+            interactions.append(_interaction(path, index, raw, interactions, rebuilder, growth))
         except BodyTooLarge as error:
             raise CassetteError(f"{path}: interaction {index}: {error}") from None
         except (KeyError, TypeError, ValueError, OSError, EOFError) as error:
@@ -428,7 +405,12 @@ def _extended(
 
 
 def _interaction(
-    path: Path, index: int, raw: Any, earlier: list[RecordedInteraction], rebuilder: Rebuilder
+    path: Path,
+    index: int,
+    raw: Any,
+    earlier: list[RecordedInteraction],
+    rebuilder: Rebuilder,
+    growth: PlainGrowth,
 ) -> RecordedInteraction:
     raw = _mapping(raw, "interactions[]")
     request = _mapping(raw.get("request"), "request")
@@ -444,7 +426,7 @@ def _interaction(
     )
     status = response.get("status", {})
     response_body = (
-        _body_bytes(response["parsed_body"] if "parsed_body" in response else response.get("body")) or b""
+        body_bytes(response["parsed_body"] if "parsed_body" in response else response.get("body")) or b""
     )
     return RecordedInteraction(
         index,
@@ -452,8 +434,9 @@ def _interaction(
             method=str(request.get("method", "GET")).upper(),
             uri=str(request["uri"]),
             headers=_headers(request.get("headers")),
-            stored_body=None if extended else _body_bytes(body),
+            stored_body=None if extended else body_bytes(body),
             extended=extended,
+            plain_growth=growth,
         ),
         RecordedResponse(
             status=int(status.get("code", 200)) if isinstance(status, Mapping) else int(status),

@@ -15,8 +15,8 @@ from typing import Any
 
 from sim.adapters import chat_wire, responses_wire
 from sim.adapters.chat_wire import StreamText
-from sim.cassette.reader import sse_lines
 from sim.cassette.secrets import CREDENTIAL_PATTERNS, credentials_in, known_secrets_pattern, scrub_text
+from sim.cassette.stored_body import sse_lines
 from sim.core.json_text import loads
 
 StreamPieces = Callable[[Any], Iterator[StreamText]]

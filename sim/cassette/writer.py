@@ -13,9 +13,9 @@ from typing import Any
 import yaml
 
 from sim.cassette.compact import compacted
-from sim.cassette.reader import decompress
 from sim.cassette.scrubbing import Scrubber, is_event_stream_text
 from sim.cassette.secrets import SECRET_HEADERS, STALE_HEADERS
+from sim.cassette.stored_body import decompress
 from sim.core.errors import CassetteError
 from sim.core.json_text import loads
 

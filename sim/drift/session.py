@@ -141,7 +141,7 @@ class _Sent:
         self.items.extend(dumps(item) for item in listed)
         self.recorded = len(listed)
         self.request: RecordedRequest | None = None
-        """The recorded request this state answers (a compact request appended to it reads its items)."""
+        """The recorded request this state answers (a request that appends to it is read from its items)."""
 
     def extended(self, fields: dict[str, Any], added: list[Any], recorded: int) -> bytes:
         """The next body: `fields`, and the list as sent so far with `added` after it."""
@@ -157,7 +157,8 @@ def _next(exchange: Exchange, sender: Resender, state: _Sent, was: Answer, now: 
     request = exchange.interaction.request
     appended = request.appended
     if appended is not None and appended.base is state.request and "previous_response_id" not in state.fields:
-        # a compact request that only appends items: read from those items alone, as the reader did
+        # a request that only appends items (compact, or a plain one repeating the one before): read from
+        # those items alone, as the reader did
         added = sender.carried_forward(list(appended.items), was, now)
         return state.extended(state.fields, added, state.recorded + len(appended.items))
     body = _body(exchange)

@@ -7,14 +7,18 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
+from sim.cassette import reader
 from sim.cassette.conversations import HttpFailure, conversations
 from sim.cassette.reader import read_cassette
 from sim.cli import app
 from sim.player import play_file
 from sim.scenario import load_scenario
+from tests.cassette.test_compact import BUNDLED, compacted
+from tests.corpus import needs_corpus, real_cassettes
 
 TOOL = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}
 
@@ -220,3 +224,84 @@ def test_among_many_branches_a_request_joins_the_one_whose_reply_it_carries(tmp_
     assert [e.interaction.index for e in found[117].exchanges] == [117, 200]
     assert [e.interaction.index for e in found[199].exchanges] == [199, 201]
     assert found[117].exchanges[1].new_messages[-1].role == "tool"
+
+
+def _read(path: Path) -> list[list[tuple[Any, ...]]]:
+    return [
+        [(e.interaction.index, list(e.messages), e.new_messages, e.tools, e.streamed, e.reply,
+          e.request_problem, e.continues, e.renamed_calls) for e in found.exchanges]
+        for found in conversations(read_cassette(path))
+    ]  # fmt: skip
+
+
+def _read_whole(path: Path, monkeypatch: pytest.MonkeyPatch) -> list[list[tuple[Any, ...]]]:
+    """`_read`, each plain request parsed whole (as before plain bodies were read from what they add)."""
+    with monkeypatch.context() as patched:
+        patched.setattr(reader.PlainGrowth, "find", lambda self: None)
+        return _read(path)
+
+
+def test_a_plain_request_that_repeats_the_one_before_is_read_from_what_it_adds(tmp_path: Path) -> None:
+    a1, a2 = conversation("Paris")
+    path = write(tmp_path, [a1, a2])
+    first, second = read_cassette(path).interactions
+    appended = second.request.appended
+    assert appended is not None and appended.base is first.request
+    assert appended.items == json.loads(a2["request"]["body"])["messages"][1:]
+    assert first.request.appended is None
+
+
+def test_only_an_addition_to_the_conversation_list_is_read_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A body whose text only grows inside the last message (its content parts), or in another list, is
+    not taken for appended messages: it is read whole, and reads as it would have."""
+    parts = [{"type": "text", "text": "Weather in Paris?"}]
+    grown = [*parts, {"type": "text", "text": "And Oslo?"}]
+    answer = {"role": "assistant", "content": "Sunny."}
+    bodies = [
+        interaction([{"role": "user", "content": parts}], answer),
+        interaction([{"role": "user", "content": grown}], answer),
+    ]
+    tools = json.loads(bodies[1]["request"]["body"])
+    tools["tools"] = [TOOL, {**TOOL, "function": {**TOOL["function"], "name": "other"}}]
+    bodies.append({**bodies[1], "request": {**bodies[1]["request"], "body": json.dumps(tools)}})
+    path = write(tmp_path, bodies)
+    assert [i.request.appended for i in read_cassette(path).interactions] == [None, None, None]
+    assert _read(path) == _read_whole(path, monkeypatch)
+    last = conversations(read_cassette(path))[-1].exchanges[-1]
+    assert [tool.name for tool in last.tools] == ["lookup", "other"]
+
+
+def test_a_hostile_addition_is_refused_as_a_whole_body_would_be(tmp_path: Path) -> None:
+    """Items nested deeper than sim reads (yet not so deep that Python's parser would refuse them),
+    appended to a plain body: the request is refused in one line, as a whole body is."""
+    first, _ = conversation("Paris")
+    text = first["request"]["body"]
+    end = text.index('], "tools"')
+    hostile = text[:end] + ", " + "[" * 200 + "]" * 200 + text[end:]
+    path = write(tmp_path, [first, {**first, "request": {**first["request"], "body": hostile}}])
+    assert read_cassette(path).interactions[1].request.appended is None
+    exchanges = [e for c in conversations(read_cassette(path)) for e in c.exchanges]
+    assert exchanges[1].request_problem == "request body is not a JSON object"
+
+
+@pytest.mark.parametrize("form", ["plain", "compact"])
+def test_bundled_cassettes_read_the_same_from_what_each_request_adds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    for original in BUNDLED:
+        path = original if form == "plain" else compacted(original, tmp_path)
+        assert _read(path) == _read_whole(path, monkeypatch), original.name
+
+
+@needs_corpus
+@pytest.mark.parametrize("folder", ["", "responses"])
+def test_real_cassettes_read_the_same_from_what_each_request_adds(
+    monkeypatch: pytest.MonkeyPatch, folder: str
+) -> None:
+    appended = 0
+    for path in real_cassettes(folder):
+        assert _read(path) == _read_whole(path, monkeypatch), path.name
+        appended += sum(i.request.appended is not None for i in read_cassette(path).interactions)
+    assert appended > 0  # the corpus's sessions do repeat the request before
