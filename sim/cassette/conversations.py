@@ -130,8 +130,8 @@ class _Replied:
 def _appended(
     interaction: RecordedInteraction, codec: Codec, earlier: dict[int, Exchange], parallel: _ParallelReplies
 ) -> _Request | None:
-    """A compact request that appends items to an earlier request read from those items alone: the
-    earlier request's conversation, continued (None when it cannot be read so)."""
+    """A request that appends items to an earlier request (compact, or plain text repeating it) read from
+    those items alone: the earlier request's conversation, continued (None when it cannot be read so)."""
     appended = interaction.request.appended
     base = earlier.get(id(appended.base)) if appended is not None else None
     if appended is None or base is None or base.request_problem or base.codec is not codec:

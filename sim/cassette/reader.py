@@ -189,8 +189,9 @@ class RecordedRequest:
 
 @dataclass(frozen=True, slots=True)
 class Appended:
-    """A compact request that appends items to its base request's conversation list and changes nothing
-    else: readers continue the base's conversation with the items, never rebuilding the body."""
+    """A request (compact, or plain) that appends items to its base request's conversation list and
+    changes nothing else: readers continue the base's conversation with the items, never rebuilding or
+    parsing the whole body."""
 
     base: RecordedRequest
     items: list[Any]
