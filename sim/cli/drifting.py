@@ -88,7 +88,7 @@ def drift(
     results = asyncio.run(_all(files, upstream, credentials.headers, max_requests, concurrency, api))
     if rerecord is not None:
         _rerecord(results, rerecord, credentials.secrets)
-    write_report_if_asked(report, lambda: _page(results))
+    write_report_if_asked(report, lambda: _page(results, scrubber))
     if as_json:
         print_json(scrubber.value(_as_json(results, table)))
     else:
@@ -259,7 +259,10 @@ def _rerecord(results: list[FileDrift], folder: Path, secrets: tuple[str, ...]) 
         err.print(f"needs a real re-recording with your program: {visible(path)}", markup=False)
 
 
-def _page(results: list[FileDrift]) -> Report:
+def _page(results: list[FileDrift], scrubber: Scrubber) -> Report:
+    """The HTML page: each file's turns, the first drifted turn side by side; the credentials masked (the
+    live replies are the upstream's words, and may say them back)."""
+    said = scrubber.text
     page = Report("sim drift")
     counts = {drift: sum(r.worst is drift for r in results) for drift in Drift}
     verdict = "breaking drift" if counts[Drift.breaking] else "no breaking drift"
@@ -277,12 +280,14 @@ def _page(results: list[FileDrift]) -> Report:
                           f"  recorded: {turn.recorded}", f"  live:     {turn.live}"]  # fmt: skip
             if conversation.stopped:
                 lines.append(f"! {conversation.stopped}")
-        problems = [result.problem] if result.problem else []
+        problems = [said(result.problem)] if result.problem else []
         first = next((t for c in result.conversations for t in c.turns if t.shown is not None), None)
         beside = None
         if first is not None and first.shown is not None:  # the first turn that drifted, side by side
-            where = f"turn {first.turn}: {first.compared.why}"
-            beside = divergence(where, *first.shown, labels=("recorded reply", "live reply"))
+            where = said(f"turn {first.turn}: {first.compared.why}")
+            recorded, live = map(said, first.shown)
+            beside = divergence(where, recorded, live, labels=("recorded reply", "live reply"))
         passed = result.worst is not Drift.breaking
-        page.add(section(result.path, passed, result.worst.value, problems, lines, beside))
+        lines = [said(line) for line in lines]
+        page.add(section(said(result.path), passed, result.worst.value, problems, lines, beside))
     return page

@@ -112,6 +112,30 @@ def test_untrusted_text_from_the_live_model_is_written_out(
     assert "\x1b" not in done.output and "\u202e" not in done.output and "\\x1b]52" in done.output
 
 
+def test_a_live_reply_that_echoes_the_key_never_writes_or_shows_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An upstream that says the credentials back (a careless proxy, a hostile endpoint): the key and the
+    organization are masked in the table, the JSON, the HTML report and the re-recorded cassette."""
+    echoing = yaml.safe_load(ECHO.read_text())
+    echoing["replies"][0] = {"content": f"your key is {KEY}, your organization {ORG}"}
+    scenario = Scenario.model_validate(echoing)  # each run is served afresh, from its first reply
+    monkeypatch.setattr(
+        drifting, "transport_factory", lambda: httpx2.ASGITransport(app=Simulator(scenario).app)
+    )
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_ORG_ID", ORG)
+    report, fresh = tmp_path / "drift.html", tmp_path / "fresh"
+    shown = drift(ROOT / "cassettes" / "echo-42.yaml", "--report", report, "--rerecord", fresh)
+    assert shown.exit_code == 1 and "your key is" in shown.output, shown.output
+    as_json = drift(ROOT / "cassettes" / "echo-42.yaml", "--json")
+    assert "your key is" in as_json.output
+    written = report.read_text() + "".join(path.read_text() for path in fresh.iterdir())
+    assert "your key is" in written
+    for text in (shown.output, as_json.output, written):
+        assert KEY not in text and ORG not in text
+
+
 @pytest.mark.parametrize(
     ("options", "said"),
     [
