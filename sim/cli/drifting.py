@@ -191,8 +191,13 @@ def _spent(results: list[FileDrift], table: dict[str, tuple[float, float]]) -> f
     return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
 
 
+def _counts(results: list[FileDrift]) -> dict[Drift, int]:
+    """How many files drifted how far (each by its farthest turn)."""
+    return {drift: sum(r.worst is drift for r in results) for drift in Drift}
+
+
 def _summary(results: list[FileDrift], table: dict[str, tuple[float, float]]) -> None:
-    counts = {drift: sum(r.worst is drift for r in results) for drift in Drift}
+    counts = _counts(results)
     usage, spent = _total(results), _spent(results, table)
     price = f" (${spent:.4f})" if spent is not None else " (no price known for every model: see --prices)"
     out.print(
@@ -232,7 +237,7 @@ def _as_json(results: list[FileDrift], table: dict[str, tuple[float, float]]) ->
         }
         for r in results
     ]
-    counts = {drift.value: sum(r.worst is drift for r in results) for drift in Drift}
+    counts = {drift.value: count for drift, count in _counts(results).items()}
     usage = _total(results)
     requests = sum(r.requests for r in results)
     totals = {**counts, "requests": requests, "usage": usage.model_dump(), "cost": _spent(results, table)}
@@ -264,7 +269,7 @@ def _page(results: list[FileDrift], scrubber: Scrubber) -> Report:
     live replies are the upstream's words, and may say them back)."""
     said = scrubber.text
     page = Report("sim drift")
-    counts = {drift: sum(r.worst is drift for r in results) for drift in Drift}
+    counts = _counts(results)
     verdict = "breaking drift" if counts[Drift.breaking] else "no breaking drift"
     figures = (
         ("files", len(results)),

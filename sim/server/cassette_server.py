@@ -43,9 +43,9 @@ class CassetteServer:
         self.cassette = cassette
         self.answers = RecordedAnswers(cassette.interactions, repeat=repeat)
         self.on_finished = on_finished
+        """Called once, after the answer that played the last interaction or met the first problem."""
         self.on_answered: Callable[[Answered], None] | None = None
         """Told of each request as it is answered (the access log)."""
-        """Called once, after the answer that played the last interaction or met the first problem."""
         self._told = False
         self.received = 0
         self.received_by: Counter[str] = Counter()

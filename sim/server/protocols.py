@@ -301,10 +301,14 @@ class ResponsesProtocol:
         if "logprobs" in body:
             return Refused("Unknown parameter: 'logprobs'.", "logprobs", "unknown_parameter")
         offered = [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)]
-        functions = [(f"tools[{n}]", t) for n, t in enumerate(body.get("tools") or [])
-                     if isinstance(t, dict) and t.get("type") == "function"]  # fmt: skip
         return (_typed(body) or _unsupported(body) or refused_tool_choice(body.get("tool_choice"), offered)
-                or refused_strict(functions))  # fmt: skip
+                or refused_strict(self._functions(body)))  # fmt: skip
+
+    @staticmethod
+    def _functions(body: dict[str, Any]) -> list[tuple[str, Any]]:
+        """Each function a request offers, with where it sits in the body."""
+        return [(f"tools[{n}]", t) for n, t in enumerate(body.get("tools") or [])
+                if isinstance(t, dict) and t.get("type") == "function"]  # fmt: skip
 
     def decode(self, body: dict[str, Any]) -> ModelRequest:
         """`instructions` and `input` (after the stored conversation `previous_response_id` names), and
@@ -334,8 +338,7 @@ class ResponsesProtocol:
     def terms(self, body: dict[str, Any]) -> ReplyTerms:
         """Functions are strict where they say `strict: true`, and where they leave it out and their schema
         can be made strict (as the API then makes it)."""
-        tools = body.get("tools") or []
-        functions = [t for t in tools if isinstance(t, dict) and t.get("type") == "function"]
+        functions = [function for _, function in self._functions(body)]
         return reply_terms(body, functions, unsaid=strict_by_default)
 
     def check(self, body: dict[str, Any], decoded: ModelRequest) -> Refused | None:

@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from sim.adapters.apis import codec_for
 from sim.cassette.journal import Journal
 from sim.cassette.secrets import SECRET_HEADERS
 from sim.cassette.writer import Exchange
@@ -208,13 +209,12 @@ class RecordingProxy:
 
 
 def _api_of(tail: str) -> str:
-    """The API a forwarded path asks (`chat`, `responses`), or the path itself."""
+    """The API a forwarded path asks (`chat`, `responses`: a stored response's too), or the path itself."""
     path = tail.split("?", 1)[0].rstrip("/")
-    if path.endswith("/chat/completions"):
-        return "chat"
-    if path.endswith("/responses") or "/responses/" in path:
-        return "responses"
-    return path or "/"
+    codec = codec_for(path)
+    if codec is not None:
+        return codec.api.value
+    return "responses" if "/responses/" in path else path or "/"
 
 
 class UpstreamBrokeOff(ConnectionAborted):

@@ -20,6 +20,7 @@ import httpx2
 import pytest
 
 from sim.cassette.reader import read_cassette
+from sim.server.proxy import _api_of
 from tests.server.processes import MARKED_KEY, ROOT, SIM, program, served, sim_process
 
 WEATHER = ROOT / "examples" / "frameworks" / "weather.yaml"
@@ -432,3 +433,18 @@ def test_ctrl_c_stops_the_proxy_within_seconds_while_the_upstream_never_answers(
     assert took < 10, took
     assert code == 1 and "Traceback" not in said and "CancelledError" not in said, said
     assert not cassette.exists()
+
+
+@pytest.mark.parametrize(
+    ("tail", "api"),
+    [
+        ("/chat/completions", "chat"),
+        ("/openai/deployments/d/chat/completions/", "chat"),
+        ("/responses", "responses"),
+        ("/responses/resp_1/input_items?limit=5", "responses"),
+        ("/models", "/models"),
+        ("", "/"),
+    ],
+)
+def test_the_access_log_names_the_api_a_forwarded_path_asks(tail: str, api: str) -> None:
+    assert _api_of(tail) == api
