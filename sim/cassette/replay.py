@@ -112,8 +112,9 @@ def recorded_session(cassette: Cassette) -> RecordedSession:
     """The cassette's `sim:` block; `CassetteError` when it has none or it is not readable."""
     if cassette.sim is None:
         raise CassetteError(
-            f"{cassette.path}: no sim: block, so it was not recorded by `sim record`;"
-            " `sim convert` turns it into a scenario instead"
+            f"{cassette.path}: no sim: block: `sim replay` replays sim's own agent as `sim record` recorded"
+            " it; replay the program that made this recording with `sim serve FILE` (or the pytest marker),"
+            " or make it a scenario with `sim convert`"
         )
     try:
         return RecordedSession.model_validate(cassette.sim)
