@@ -1,6 +1,7 @@
 """A scenario as the recording it stands for, so that `sim drift` can ask it again: played through the real
 loop and SDK against its own simulator (as `sim play --via sdk` plays it), the traffic kept, and written
-as a cassette whose replies are the scenario's scripted ones."""
+as a cassette whose replies are the scenario's scripted ones. Its scripted latency is left out: the waits
+stand for a model, and drift asks the live one."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from sim.cassette.writer import Exchange, write_cassette
 from sim.core.errors import ScenarioError
 from sim.player import play_scenario
 from sim.scenario.loader import load_scenario
+from sim.scenario.schema import Latency, Scenario
 
 
 class _Keeping(httpx2.AsyncBaseTransport):
@@ -45,7 +47,7 @@ class _Keeping(httpx2.AsyncBaseTransport):
 async def recording_of(scenario_path: Path, cassette: Path, *, api: Api = Api.chat) -> None:
     """Write at `cassette` the recording `scenario_path` stands for, over `api`; `ScenarioError` when the
     scenario cannot be played (no prompt, or it does not pass)."""
-    scenario = load_scenario(scenario_path)
+    scenario = _without_latency(load_scenario(scenario_path))
     kept: list[Exchange] = []
     report = await play_scenario(
         scenario, path=scenario_path, via="sdk", api=api, wrap=lambda inner: _Keeping(inner, kept)
@@ -55,3 +57,9 @@ async def recording_of(scenario_path: Path, cassette: Path, *, api: Api = Api.ch
             f"{scenario_path}: it does not pass, so it stands for no recording: {report.problems[0]}"
         )
     write_cassette(cassette, kept, sim=None, secrets=())
+
+
+def _without_latency(scenario: Scenario) -> Scenario:
+    """`scenario` answering at once: no latency of its own or of any reply."""
+    replies = [reply.model_copy(update={"latency": None}) for reply in scenario.replies]
+    return scenario.model_copy(update={"latency": Latency(), "replies": replies})
