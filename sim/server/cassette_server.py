@@ -74,7 +74,7 @@ class CassetteServer:
     def unplayed(self) -> list[str]:
         """A line per recorded interaction never requested."""
         return [
-            f"interaction {item.index} never requested: {item.request.method} {item.request.path}"
+            f"interaction {item.index + 1} never requested: {item.request.method} {item.request.path}"
             for item in self.answers.unplayed()
         ]
 
@@ -117,7 +117,8 @@ class CassetteServer:
                 for value in values:
                     response.headers.append(name, value)
         sent = "a stream" if recorded.is_event_stream else "a body"
-        return response, api, f"interaction {found.index} of {len(self.cassette.interactions)} ({sent})"
+        number = found.index + 1  # counted from 1, as the simulator's replies and the requests are
+        return response, api, f"interaction {number} of {len(self.cassette.interactions)} ({sent})"
 
 
 def _content_type(headers: Headers) -> str:

@@ -81,5 +81,5 @@ def test_the_cassette_server_tells_what_each_request_matched() -> None:
         served.app, "/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "other"}]}
     )
     assert [(t.api, t.number, t.status) for t in told] == [("chat", 1, 200), ("unmatched", 2, 400)]
-    assert told[0].said == "interaction 0 of 2 (a body)"
+    assert told[0].said == "interaction 1 of 2 (a body)"
     assert told[1].said.startswith("sim_replay_mismatch: ")

@@ -18,6 +18,7 @@ import yaml
 from sim.cassette import compact
 from sim.cassette.reader import read_cassette
 from sim.cassette.writer import to_yaml
+from sim.server.access_log import Answered
 from sim.server.cassette_server import CassetteServer
 from tests.cassette.test_compact import many_references
 from tests.corpus import needs_corpus, real_cassettes
@@ -148,8 +149,31 @@ def test_once_exits_1_listing_what_was_never_played(tmp_path: Path) -> None:
         assert server.wait(timeout=20) == 1
         assert server.stderr is not None
         said = server.stderr.read()
-    assert "interaction 0 never requested: POST /v1/chat/completions" in said
+    assert "interaction 1 never requested: POST /v1/chat/completions" in said
     assert "0 of 2 interactions played" in said
+
+
+def test_interactions_are_counted_from_1_as_the_requests_and_the_simulators_replies_are() -> None:
+    """The second recorded interaction is interaction 2 in the access log and in the unplayed list, as the
+    request that asks for it is request 1 and the turn a miss names is turn 2."""
+    cassette = read_cassette(ROOT / "cassettes" / "echo-42.yaml")
+    server = CassetteServer(cassette)
+    told: list[Answered] = []
+    server.on_answered = told.append
+    second = cassette.interactions[1].request
+
+    async def ask() -> None:
+        transport = httpx2.ASGITransport(app=server.app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://sim") as client:
+            await client.post(second.path, content=second.body or b"")
+            await client.post(second.path, content=(second.body or b"").replace(b"42", b"43"))
+
+    asyncio.run(ask())
+    count = len(cassette.interactions)
+    assert [(t.number, t.said) for t in told[:1]] == [(1, f"interaction 2 of {count} (a body)")]
+    assert told[1].said.startswith("sim_replay_mismatch: turn 2: ")
+    first = cassette.interactions[0].request.path
+    assert server.unplayed() == [f"interaction 1 never requested: POST {first}"]
 
 
 def test_a_cassette_with_cycle_or_nothing_to_serve_is_refused(tmp_path: Path) -> None:

@@ -115,7 +115,7 @@ def test_a_changed_prompt_gets_a_400_naming_the_json_path(tmp_path: Path) -> Non
         assert server.stderr is not None
         said = server.stderr.read()
     assert "messages[0].content" in said
-    assert "interaction 0 never requested: POST /v1/chat/completions" in said
+    assert "interaction 1 never requested: POST /v1/chat/completions" in said
 
 
 SLOW = """
