@@ -10,7 +10,6 @@ rebuilding bodies nor copying histories costs the session's square.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -77,10 +76,18 @@ class Conversation:
         it repeats), or None when they do not extend it; the system prompt may change (an agent handing
         off to another). A conversation ending in an unreadable request is continued by nothing."""
         last = self.exchanges[-1]
-        previous, mine = _dialogue(last.messages), _dialogue(messages)
-        if last.request_problem or len(mine) <= len(previous) or mine[: len(previous)] != previous:
+        if last.request_problem:
             return None
         reply = last.reply
+        grown = None
+        if isinstance(messages, SharedPrefix) and last.messages:
+            grown = messages.new_since(last.messages)
+        if grown is not None:  # a view of the same list: it repeats all of it (system prompt included)
+            carries = bool(grown) and isinstance(reply, ModelReply) and grown[0] == reply.message
+            return (carries, len(last.messages) - _system_count(last.messages)) if grown else None
+        previous, mine = _dialogue(last.messages), _dialogue(messages)
+        if len(mine) <= len(previous) or mine[: len(previous)] != previous:
+            return None
         carries_reply = isinstance(reply, ModelReply) and mine[len(previous)] == reply.message
         return carries_reply, len(previous)
 
@@ -355,12 +362,35 @@ def _folded(start: int, messages: Iterable[ChatMessage]) -> int:
     return start
 
 
+class _Prefixes:
+    """The hash of each start of a dialogue (`_folded` of its first n messages), kept for each shared list
+    of messages: requests that each grow one list hash each message once, not once per request."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[int, int], tuple[list[ChatMessage], list[int]]] = {}
+
+    def of(self, messages: Sequence[ChatMessage], system: int, upto: int) -> list[int]:
+        """The hashes of the first 0, 1... `upto` messages (at least) of the dialogue after `system`
+        messages."""
+        if isinstance(messages, SharedPrefix):
+            kept = self._kept.get((id(messages.shared), system))
+            if kept is None or kept[0] is not messages.shared:  # an id is only reused once a list is gone
+                kept = self._kept[(id(messages.shared), system)] = (messages.shared, [_NO_MESSAGES])
+            shared, hashes = kept
+        else:
+            shared, hashes = list(messages), [_NO_MESSAGES]
+        while len(hashes) <= upto:
+            hashes.append(hash((hashes[-1], shared[system + len(hashes) - 1])))
+        return hashes
+
+
 class _Ends:
     """Where each conversation's last request ends: by the shared list its messages are a view of, and by
     the length and hash of its dialogue. A request that grew from no conversation's list looks up the
     conversations whose dialogue is a prefix of its own, one lookup per prefix, instead of comparing itself
-    with every conversation (5,000 branches from one request: 3 s, not 13). Dialogues are hashed when a
-    lookup needs them, so a session that grows one list is never hashed."""
+    with every conversation (5,000 branches from one request: 3 s, not 13), and only at the lengths some
+    conversation ends at. Dialogues are hashed when a lookup needs them, the starts of each list once
+    (`_Prefixes`): a session that grows one list costs what each request adds, carrying its reply or not."""
 
     def __init__(self) -> None:
         self._by_dialogue: dict[tuple[int, int], dict[int, int | None]] = {}
@@ -373,6 +403,9 @@ class _Ends:
         self._by_list: dict[int, dict[int, None]] = {}
         """The conversations whose last request's messages are a view of a shared list, by the list's id."""
         self._lists: dict[int, int] = {}
+        self._lengths: dict[int, int] = {}
+        """How many conversations end at each length of dialogue (the lengths a lookup tries)."""
+        self._prefixes = _Prefixes()
 
     def grown(self, found: list[Conversation], messages: Sequence[ChatMessage]) -> int | None:
         """The conversation whose last request `messages` grew from (a view of the same list, with its
@@ -391,13 +424,17 @@ class _Ends:
         they repeat most of, then the newest (None when they continue none)."""
         self._index_moved()
         best: tuple[tuple[bool, int], int] | None = None
-        prefix = _NO_MESSAGES
-        for length, message in enumerate(itertools.islice(messages, _system_count(messages), None)):
-            ending = self._by_dialogue.get((length, prefix))
-            prefix = hash((prefix, message))
+        system = _system_count(messages)
+        dialogue = len(messages) - system
+        # only the lengths some conversation ends at are looked up: a long session is one or a few
+        few = len(self._lengths) < dialogue
+        lengths = [n for n in self._lengths if n < dialogue] if few else range(dialogue)
+        prefixes = self._prefixes.of(messages, system, max(lengths, default=0))
+        for length in lengths:
+            ending = self._by_dialogue.get((length, prefixes[length]))
             if not ending:
                 continue
-            following = hash(message)
+            following = hash(messages[system + length])
             for position in sorted(ending, key=lambda p: (ending[p] == following, p), reverse=True):
                 scored = found[position].continued_by(messages)
                 if scored is not None:  # else the hashes met by chance: the next is tried
@@ -416,17 +453,18 @@ class _Ends:
 
     def _index_moved(self) -> None:
         for position, last in self._moved.items():
-            _discard(self._by_dialogue, self._where.pop(position, None), position)
+            if (where := self._where.pop(position, None)) is not None:
+                _discard(self._by_dialogue, where, position)
+                if (left := self._lengths.pop(where[0]) - 1) > 0:
+                    self._lengths[where[0]] = left
             if last.request_problem:
                 continue
             system = _system_count(last.messages)  # read in place: a copy of the dialogue costs its length
             length, prefix = self._folds.get(position, (0, _NO_MESSAGES))
-            key = (
-                len(last.messages) - system,
-                _folded(prefix, itertools.islice(last.messages, system + length, None)),
-            )
+            key = (len(last.messages) - system, _folded(prefix, last.messages[system + length :]))
             reply = hash(last.reply.message) if isinstance(last.reply, ModelReply) else None
             self._by_dialogue.setdefault(key, {})[position] = reply
+            self._lengths[key[0]] = self._lengths.get(key[0], 0) + 1
             self._where[position] = self._folds[position] = key
         self._moved.clear()
 

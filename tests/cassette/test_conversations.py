@@ -15,6 +15,7 @@ from sim.cassette import reader
 from sim.cassette.conversations import HttpFailure, conversations
 from sim.cassette.reader import read_cassette
 from sim.cli import app
+from sim.core.messages import SharedPrefix, UserMessage
 from sim.player import play_file
 from sim.scenario import load_scenario
 from tests.cassette.test_compact import BUNDLED, compacted
@@ -305,3 +306,65 @@ def test_real_cassettes_read_the_same_from_what_each_request_adds(
         assert _read(path) == _read_whole(path, monkeypatch), path.name
         appended += sum(i.request.appended is not None for i in read_cassette(path).interactions)
     assert appended > 0  # the corpus's sessions do repeat the request before
+
+
+def compact_chain(count: int) -> str:
+    """A compact cassette of `count` requests, each the one before with one more user message (no reply
+    carried), written as `sim compact` writes an appended item."""
+    base = '{\n  "model":"m",\n  "messages":[\n    ' + json.dumps({"role": "user", "content": "hi 0"})
+    base += "\n  ]\n}"
+    at = len(base) - len("\n  ]\n}")
+    answer = json.dumps({"choices": [{"index": 0, "finish_reason": "stop",
+                                      "message": {"role": "assistant", "content": "ok"}}]})  # fmt: skip
+
+    def one(body: object) -> dict[str, Any]:
+        return {"request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
+                            "headers": {}, "body": body},
+                "response": {"status": {"code": 200, "message": "OK"}, "headers": {},
+                             "body": {"string": answer}}}  # fmt: skip
+
+    interactions = [one(base)]
+    for number in range(1, count):
+        add = ",\n    " + json.dumps({"role": "user", "content": f"hi {number}"})
+        interactions.append(one({"extends": number - 1, "at": at, "add": add}))
+        at += len(add)
+    return yaml.safe_dump({"interactions": interactions, "version": 1, "sim": {"compact": True}}, width=10**9)
+
+
+def _work_per_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int) -> float:
+    """Messages hashed, compared and walked while a chain of `count` requests is grouped, per request."""
+    work = [0]
+    hashed, compared, walked = UserMessage.__hash__, UserMessage.__eq__, SharedPrefix.__iter__
+
+    def counting_hash(self: UserMessage) -> int:
+        work[0] += 1
+        return hashed(self)
+
+    def counting_eq(self: UserMessage, other: object) -> bool:
+        work[0] += 1
+        return compared(self, other)
+
+    def counting_iter(self: SharedPrefix) -> Any:
+        for message in walked(self):
+            work[0] += 1
+            yield message
+
+    path = tmp_path / f"chain{count}.yaml"
+    path.write_text(compact_chain(count))
+    with monkeypatch.context() as patched:
+        patched.setattr(UserMessage, "__hash__", counting_hash)
+        patched.setattr(UserMessage, "__eq__", counting_eq)
+        patched.setattr(SharedPrefix, "__iter__", counting_iter)
+        found = conversations(read_cassette(path))
+    assert [len(c.exchanges) for c in found] == [count]
+    return work[0] / count
+
+
+def test_a_long_compact_chain_is_read_in_time_linear_in_its_length(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each request adds a user message and carries no reply (so no request is taken for the reply's
+    continuation at once): the work per request stays flat from 50 to 200 requests (it had grown with the
+    chain: every request hashed and compared the whole conversation before it)."""
+    short, long = (_work_per_request(tmp_path, monkeypatch, count) for count in (50, 200))
+    assert long <= 1.5 * short, (short, long)
