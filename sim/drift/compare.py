@@ -1,7 +1,8 @@
 """How a live reply differs from the recorded one, structurally: `same` (the same tools called, arguments
 equal as JSON, the same ending), `compatible` (the same tools with other arguments that the tool's schema
 takes, or other wording), or `breaking` (another tool or none, a call added or dropped, arguments the
-schema refuses, another ending, a refusal, an error)."""
+schema refuses, another ending, a refusal, an error). Other arguments that the schema cannot judge (a
+pattern that runs away on them, or one no engine reads) are compatible, and said to be unjudged."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 
 import jsonschema
 
+from sim.adapters.json_schema import UnjudgedPattern, validator_class
 from sim.core.json_text import loads
 from sim.core.messages import ToolCall
 from sim.core.model import ModelReply, ToolSpec
@@ -65,13 +67,14 @@ def similarity(recorded: str, live: str) -> float:
 
 
 def _schema_problem(call: ToolCall, tools: Sequence[ToolSpec]) -> str | None:
+    """Why the schema refuses the call's arguments, or None; `UnjudgedPattern` when a pattern cannot say."""
     spec = next((tool for tool in tools if tool.name == call.name), None)
     arguments = _normal(call.arguments)
     if not isinstance(arguments, dict):
         return f"{call.name}'s arguments are not a JSON object"
     if spec is None or not spec.parameters:
         return None
-    cls = jsonschema.validators.validator_for(spec.parameters, default=jsonschema.Draft202012Validator)
+    cls = validator_class(spec.parameters)
     try:
         error = jsonschema.exceptions.best_match(cls(dict(spec.parameters)).iter_errors(arguments))
     except (jsonschema.SchemaError, jsonschema.exceptions.UnknownType, TypeError, ValueError, RecursionError):
@@ -108,17 +111,23 @@ def compare(
         return Compared(Drift.breaking, _calls_changed(names_was, names_now))
     if recorded.finish_reason != live.finish_reason:
         return Compared(Drift.breaking, f"finish {recorded.finish_reason} -> {live.finish_reason}")
-    changed = []
+    changed, unjudged = [], []
     for old, new in _paired(was.tool_calls, now.tool_calls):
         if _normal(old.arguments) != _normal(new.arguments):
-            if (problem := _schema_problem(new, tools)) is not None:
+            try:
+                problem = _schema_problem(new, tools)
+            except UnjudgedPattern as error:
+                problem = None
+                unjudged.append(f"{new.name}: {error}")
+            if problem is not None:
                 return Compared(Drift.breaking, problem)
             changed.append(f"{new.name} {preview(old.arguments, 40)} -> {preview(new.arguments, 40)}")
     texts = (was.content or "", now.content or "")
     alike = None if " ".join(texts[0].split()) == " ".join(texts[1].split()) else similarity(*texts)
     if changed:
+        judged = f"could not judge them ({'; '.join(unjudged)})" if unjudged else "takes them"
         return Compared(
-            Drift.compatible, "arguments differ, the schema takes them: " + "; ".join(changed), alike
+            Drift.compatible, f"arguments differ, the schema {judged}: " + "; ".join(changed), alike
         )
     if alike is not None:
         return Compared(Drift.compatible, f"other wording ({alike:.0%} of the words shared)", alike)

@@ -23,6 +23,8 @@ from typing import Any
 import jsonschema
 from hypothesis import strategies as st
 
+from sim.adapters.json_schema import UnjudgedPattern, validator_class
+
 _MAX_DEPTH = 4
 _SCALARS = st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=12)
 _WRONG = {
@@ -80,7 +82,7 @@ def _merged(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
 def _validator(schema: dict[str, Any], root: dict[str, Any]) -> Any:
     """The reference validator for `schema`, its `$ref`s resolved against `root`'s definitions, of the
     draft `root` names (2020-12 when it names none)."""
-    cls = jsonschema.validators.validator_for(root, default=jsonschema.Draft202012Validator)
+    cls = validator_class(root)
     shared = {key: root[key] for key in ("$schema", "$defs", "definitions") if key in root}
     return cls({**shared, **schema})
 
@@ -105,7 +107,10 @@ def _judged(draw: st.DrawFn, drawn: st.SearchStrategy[Any], checker: Any) -> Any
     value = None
     for _ in range(_TRIES):
         value = draw(drawn)
-        if checker.is_valid(value):
+        try:
+            if checker.is_valid(value):
+                return value
+        except UnjudgedPattern:  # a pattern that runs away on it cannot refuse it
             return value
     return value
 
@@ -301,7 +306,7 @@ def _object(schema: dict[str, Any], root: dict[str, Any], depth: int) -> st.Sear
 @functools.lru_cache(maxsize=512)
 def _judge(text: str) -> Any:
     schema = json.loads(text)
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls = validator_class(schema)
     try:
         cls.check_schema(schema)
     except jsonschema.SchemaError:
@@ -311,7 +316,8 @@ def _judge(text: str) -> Any:
 
 def satisfies(schema: Any, value: Any) -> bool:
     """Whether `value` satisfies `schema` as `jsonschema` judges it (true where it cannot judge: a schema
-    that is not JSON Schema of its draft, such as OpenAPI 3.0's boolean bounds without `$schema`)."""
+    that is not JSON Schema of its draft, such as OpenAPI 3.0's boolean bounds without `$schema`, or a
+    pattern that runs away on the value: its searches are bounded)."""
     if not isinstance(schema, dict):
         return True
     try:
@@ -319,7 +325,10 @@ def satisfies(schema: Any, value: Any) -> bool:
     except (TypeError, ValueError):
         return True
     judge = _judge(text)
-    return judge is None or bool(judge.is_valid(value))
+    try:
+        return judge is None or bool(judge.is_valid(value))
+    except UnjudgedPattern:
+        return True
 
 
 def arguments(schema: Any) -> st.SearchStrategy[dict[str, Any]]:

@@ -3,11 +3,15 @@ breaks the recording."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
 from sim.core.messages import ToolCall
 from sim.core.model import ModelReply, ToolSpec
 from sim.drift.compare import Drift, compare, similarity
+from tests.hangs import within
 
 SHELL = ToolSpec("shell", "Runs.", {"type": "object", "properties": {"command": {"type": "string"}},
                                     "required": ["command"], "additionalProperties": False})  # fmt: skip
@@ -65,3 +69,40 @@ def test_hostile_arguments_and_schemas_never_crash_the_comparison() -> None:
     live = calling(("shell", '{"command": ' * 5_000 + "1" + "}" * 5_000))
     assert compare(RECORDED, live, (odd,)).drift is Drift.breaking  # too deep to read: not an object
     assert compare(RECORDED, calling(("shell", '{"command": "ls"}')), (odd,)).drift is Drift.compatible
+
+
+def patterned(pattern: str, *, where: str = "pattern") -> ToolSpec:
+    """`shell` whose `command` must match `pattern` (or whose keys must, for `patternProperties`)."""
+    if where == "pattern":
+        schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {"command": {"type": "string", "pattern": pattern}},
+        }
+    else:
+        schema = {
+            "type": "object",
+            "patternProperties": {pattern: {"type": "string"}},
+            "additionalProperties": False,
+        }
+    return ToolSpec("shell", "Runs.", schema)
+
+
+@pytest.mark.parametrize("where", ["pattern", "patternProperties"])
+def test_a_catastrophic_recorded_pattern_against_a_hostile_argument_is_judged_or_said_unjudged(
+    where: str,
+) -> None:
+    """`^(a|a)+$` backtracks 2**40 times on forty `a`s and a `!`: the comparison says it could not judge
+    (compatible: nothing proves the arguments wrong); `^(a+)+$`, which `regex` searches at once, is judged."""
+    hostile = "a" * 40 + "!"
+    live = calling(("shell", json.dumps({"command": hostile} if where == "pattern" else {hostile: "x"})))
+    with within(10, "judging a catastrophic pattern"):
+        unjudged = compare(RECORDED, live, (patterned("^(a|a)+$", where=where),))
+        judged = compare(RECORDED, live, (patterned("^(a+)+$", where=where),))
+    assert unjudged.drift is Drift.compatible, unjudged
+    assert "could not judge" in unjudged.why and "ran past" in unjudged.why, unjudged
+    assert judged.drift is Drift.breaking and "fail its schema" in judged.why, judged
+
+
+def test_a_pattern_no_engine_reads_is_said_unjudged() -> None:
+    compared = compare(RECORDED, calling(("shell", '{"command": "ls"}')), (patterned("(unclosed"),))
+    assert compared.drift is Drift.compatible and "cannot be read" in compared.why, compared
