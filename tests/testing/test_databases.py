@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import shutil
 import socket
+import socketserver
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase, InMemoryExampleDatabase
 from openai import OpenAI
+from typer.testing import CliRunner
 
+from sim.cli import app
 from sim.core.errors import ConfigurationError
-from sim.testing import fuzz_test
+from sim.testing import databases, fuzz_test
 from sim.testing.databases import Namespaced, example_database
 from sim.testing.target import fuzz_target
 from tests.testing import targets
@@ -134,3 +138,73 @@ def sends_an_orphan_result(client: OpenAI, prompt: str) -> None:
     """Fails at its first request whatever is drawn (a result for no call), so its failure shrinks at once."""
     orphan = {"role": "tool", "tool_call_id": "call_nobody", "content": "?"}
     client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}, orphan])
+
+
+# A hostile Redis is the outermost boundary sim talks to (a server the user names, which may be anything),
+# so these servers are fakes written here: a few lines speaking RESP badly, on 127.0.0.1.
+Answer = Callable[[bytes], bytes | None]
+"""What a fake server sends back for what it read (None: nothing, and it keeps the connection open)."""
+
+
+def says_the_password_back(read: bytes) -> bytes:
+    return b"-ERR invalid password: " + read.replace(b"\r\n", b" ") + b"\r\n"
+
+
+def announces_a_huge_reply(read: bytes) -> bytes | None:
+    return b"+PONG\r\n" if b"PING" in read else b"$2000000000\r\n"
+
+
+def answers_ok(read: bytes) -> bytes:
+    return b"+OK\r\n"
+
+
+def answers_err(read: bytes) -> bytes:
+    return b"-ERR not today\r\n"
+
+
+@pytest.fixture
+def fake_redis() -> Iterator[Callable[[Answer], int]]:
+    """Starts a fake server answering each read with `answer`; its port."""
+    servers: list[socketserver.ThreadingTCPServer] = []
+
+    def start(answer: Answer) -> int:
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                while read := self.request.recv(65536):
+                    if (said := answer(read)) is not None:
+                        self.request.sendall(said)
+
+        server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+        servers.append(server)
+        return int(server.server_address[1])
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (says_the_password_back, "invalid password"),
+        (announces_a_huge_reply, "TimeoutError"),
+        (answers_ok, "does not answer PING as Redis does"),
+        (answers_err, "not today"),
+    ],
+)
+def test_a_hostile_redis_is_one_line_within_the_bound_showing_no_password(
+    fake_redis: Callable[[Answer], int], answer: Answer, said: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(databases, "SECONDS", 0.5)
+    url = f"redis://default:S3cret%21pw@127.0.0.1:{fake_redis(answer)}/0"
+    started = time.monotonic()
+    done = CliRunner().invoke(app, ["fuzz", "--target", "tests.testing.targets:careful", "--database", url])
+    assert time.monotonic() - started < 5
+    assert done.exit_code == 2 and not isinstance(done.exception, Exception), done.output
+    (line,) = done.output.splitlines()
+    assert said in line and "redis://default:***@127.0.0.1:" in line, line
+    for secret in ("S3cret", "S3cret%21pw", "S3cret!pw"):
+        assert secret not in line
