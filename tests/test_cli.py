@@ -4,12 +4,16 @@ import json
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
-from sim.cli import app
+from sim.cli import app, drifting, serving
+from sim.core.model import Usage
+from sim.drift.session import FileDrift
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -33,8 +37,9 @@ def test_every_command_is_listed_and_its_help_shows_flags_without_values_and_arg
         assert "<bool>" not in shown, command  # `--once true` would fail: a flag takes no value
         match = usage.search(shown)
         assert match is not None and match.group(1) == command, shown
-        for argument in re.findall(r"\{([^}]*)\}", match.group(2)):
-            assert argument in ("FILE", "FILES", "PATHS"), (command, argument)
+        assert re.fullmatch(
+            r"( FILE| FILES\.\.\.| PATHS\.\.\.)?( \[-- COMMAND ARGS\.\.\.\])?\s*", match.group(2)
+        )
     assert "--once   " in CliRunner().invoke(app, ["serve", "--help"], terminal_width=200).output
 
 
@@ -188,3 +193,45 @@ def test_show_masks_credentials_and_writes_control_characters_out(tmp_path: Path
     assert "\x1b" not in result.output and "\x07" not in result.output and "\u202e" not in result.output
     assert "\\x1b]0;PWNED\\x07" in result.output and "\\u202eevil" in result.output  # shown, not acted on
     assert key not in result.output and key not in page.read_text() and "<redacted>" in result.output
+
+
+ONE_THING = re.compile(r"(?<![\w.])(?<!exit )(?<!of )1 (?!s\b)[a-z]+s\b")
+"""`1 files`, `1 requests`: one of something told as many (`exit 1 unless`, `1 of 2 files` are not)."""
+
+
+def one_interaction(folder: Path) -> Path:
+    """A cassette of one model call, answered with one tool call."""
+    call = {"id": "c1", "type": "function", "function": {"name": "shell", "arguments": "{}"}}
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    reply = {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]}
+    interaction = {
+        "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions", "headers": {},
+                    "body": json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})},
+        "response": {"status": {"code": 200, "message": "OK"}, "headers": {},
+                     "body": {"string": json.dumps(reply)}},
+    }  # fmt: skip
+    path = folder / "one.yaml"
+    path.write_text(yaml.safe_dump({"interactions": [interaction], "version": 1}))
+    return path
+
+
+def test_one_of_anything_is_told_as_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every count a command prints agrees with its noun when it is 1: show, convert, check and its page,
+    serve's summary, drift's summary."""
+    cassette = one_interaction(tmp_path)
+    page = tmp_path / "page.html"
+    said = [
+        invoke("show", str(cassette)).output,
+        invoke("convert", str(cassette), "-o", str(tmp_path / "scenario.yaml")).output,
+        invoke("check", str(cassette), "--report", str(page)).output,
+        page.read_text(),
+    ]
+    serving._tell([], 1, Counter(chat=1), "nothing else")
+    one = FileDrift(str(cassette), requests=1, usage=Usage(prompt_tokens=1, completion_tokens=1))
+    drifting._summary([one], {})
+    captured = capsys.readouterr()
+    said += [captured.err, captured.out]
+    told = "\n".join(said)
+    assert ONE_THING.findall(told) == [], told
+    assert "1 interaction, 1 model call in 1 conversation" in told and "(1 reply)" in told
+    assert "served 1 request (chat 1);" in told and "1 file: " in told

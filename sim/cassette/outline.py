@@ -6,7 +6,7 @@ from __future__ import annotations
 from sim.cassette.conversations import Exchange, HttpFailure, conversations
 from sim.cassette.reader import Cassette
 from sim.core.messages import AssistantMessage, ChatMessage, Reasoning, ToolMessage
-from sim.core.transcript import preview
+from sim.core.transcript import counted, preview
 
 
 def _reasoning(reasoning: Reasoning) -> str:
@@ -63,8 +63,8 @@ def outline(cassette: Cassette) -> list[str]:
     found = conversations(cassette)
     chats = sum(len(c.exchanges) for c in found)
     lines = [
-        f"{cassette.path.name}: {len(cassette.interactions)} interactions, {chats} model calls"
-        f" in {len(found)} conversation(s)"
+        f"{cassette.path.name}: {counted(len(cassette.interactions), 'interaction')},"
+        f" {counted(chats, 'model call')} in {counted(len(found), 'conversation')}"
     ]
     for number, conversation in enumerate(found, 1):
         lines.append(f"conversation {number}")
@@ -76,5 +76,7 @@ def outline(cassette: Cassette) -> list[str]:
             ignored = f"{request.method} {request.uri} (not a model call)"
             lines.append(f"ignored interaction {interaction.index}: {ignored}")
     if (sim := cassette.sim) is not None:
-        lines.append(f"recorded by sim record: outcome {sim.get('outcome')} in {sim.get('turns')} turns")
+        told = sim.get("turns")
+        took = counted(told, "turn") if isinstance(told, int) else f"{told} turns"
+        lines.append(f"recorded by sim record: outcome {sim.get('outcome')} in {took}")
     return lines

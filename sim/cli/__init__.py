@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from importlib.metadata import version
 from typing import Annotated
 
@@ -41,8 +43,16 @@ def root(
 COMMANDS = (play, check, show, replay, convert, run, record, compact, expand, recover, fuzz, serve, proxy,
             drift)  # fmt: skip
 """In the order `sim --help` lists them."""
+
+
+def _summary(command: Callable[..., None]) -> str:
+    """A command's line in `sim --help`: its docstring's first paragraph, its lines joined (typer's rich
+    help keeps a docstring's line breaks there, and breaks the summary mid-sentence)."""
+    return " ".join(inspect.cleandoc(command.__doc__ or "").split("\n\n")[0].split())
+
+
 for command in COMMANDS:
-    app.command()(command)
+    app.command(short_help=_summary(command))(command)
 
 
 def main() -> None:

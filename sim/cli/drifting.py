@@ -26,7 +26,7 @@ from sim.cli.terminal import JsonFlag, ReportFile, err, out, print_json, usage_e
 from sim.cli.verdicts import files_given
 from sim.core.errors import CassetteError, ConfigurationError, ScenarioError
 from sim.core.model import Usage
-from sim.core.transcript import visible
+from sim.core.transcript import counted, visible
 from sim.drift.compare import Drift, compared_json
 from sim.drift.prices import PRICES, cost
 from sim.drift.scenarios import recording_of
@@ -67,7 +67,7 @@ def drift(
     ] = None,
     prices: Annotated[
         Path | None,
-        typer.Option("--prices", help="YAML or JSON: model -> [input, output] dollars per million tokens."),
+        typer.Option("--prices", help="YAML or JSON: model -> \\[input, output] dollars per million tokens."),
     ] = None,
     api: Annotated[Api, typer.Option(help="The API a scenario's conversation is asked over.")] = Api.chat,
     as_json: JsonFlag = False,
@@ -157,7 +157,7 @@ def _tell(result: FileDrift, scrubber: Scrubber) -> None:
     def said(text: str) -> str:
         return visible(scrubber.text(text))
 
-    asked = f" ({result.requests} request{'' if result.requests == 1 else 's'})"
+    asked = f" ({counted(result.requests, 'request')})"
     out.print(
         Text.assemble(
             (f"{result.worst.value.upper()} ", _STYLE[result.worst]), said(result.path), (asked, "dim")
@@ -201,9 +201,9 @@ def _summary(results: list[FileDrift], table: dict[str, tuple[float, float]]) ->
     usage, spent = _total(results), _spent(results, table)
     price = f" (${spent:.4f})" if spent is not None else " (no price known for every model: see --prices)"
     out.print(
-        f"{len(results)} files: {counts[Drift.same]} same, {counts[Drift.compatible]} compatible,"
-        f" {counts[Drift.breaking]} breaking; {sum(r.requests for r in results)} requests,"
-        f" {usage.prompt_tokens} + {usage.completion_tokens} tokens{price}",
+        f"{counted(len(results), 'file')}: {counts[Drift.same]} same, {counts[Drift.compatible]} compatible,"
+        f" {counts[Drift.breaking]} breaking; {counted(sum(r.requests for r in results), 'request')},"
+        f" {usage.prompt_tokens} + {counted(usage.completion_tokens, 'token')}{price}",
         markup=False,
     )
 
@@ -258,7 +258,7 @@ def _rerecord(results: list[FileDrift], folder: Path, secrets: tuple[str, ...]) 
         except CassetteError as error:
             err.print(f"! {target}: {error}", markup=False)
             continue
-        err.print(f"wrote {target} ({len(exchanges)} exchanges)", markup=False)
+        err.print(f"wrote {target} ({counted(len(exchanges), 'exchange')})", markup=False)
     broken = [result.path for result in results if result.worst is Drift.breaking]
     for path in broken:
         err.print(f"needs a real re-recording with your program: {visible(path)}", markup=False)

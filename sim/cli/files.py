@@ -32,7 +32,7 @@ from sim.cli.terminal import (
 )
 from sim.cli.verdicts import each, files_given, verdicts
 from sim.core.errors import CassetteError, ScenarioError
-from sim.core.transcript import turns, visible
+from sim.core.transcript import counted, turns, visible
 from sim.player import PlayReport, Via, play_file
 from sim.scenario.loader import load_scenario
 from sim.scenario.outline import outline
@@ -149,7 +149,7 @@ def replay(
 ) -> None:
     """Replay recorded sessions offline (no key, no network, no command run); compare with the recording."""
     reports = each(files_given(paths), "replaying", replay_file, as_json)
-    details = [f"{r.outcome}, {turns(r.turns)}, {r.interactions} interactions" for r in reports]
+    details = [f"{r.outcome}, {turns(r.turns)}, {counted(r.interactions, 'interaction')}" for r in reports]
     write_report_if_asked(report, lambda: replayed(reports))
     verdicts(reports, details, verbose, as_json)
 
@@ -179,14 +179,16 @@ def convert(
         size += len(texts[-1])
         if size > MAX_CONVERTED_CHARS:
             err.print(
-                f"{cassette}: its {len(found)} conversations would make more than"
+                f"{cassette}: its {counted(len(found), 'conversation')} would make more than"
                 f" {MAX_CONVERTED_CHARS // 1024**2} MiB of scenarios; nothing written",
                 markup=False,
             )
             raise typer.Exit(1)
     for target, conversation, text in zip(targets, found, texts, strict=True):
         write_atomically(target, text)
-        out.print(f"wrote {target} ({len(conversation.exchanges)} replies)", markup=False)
+        out.print(
+            f"wrote {target} ({counted(len(conversation.exchanges), 'reply', 'replies')})", markup=False
+        )
 
 
 MAX_CONVERTED_CHARS = 256 * 1024 * 1024

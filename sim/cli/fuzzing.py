@@ -26,7 +26,7 @@ from sim.cli.terminal import (
     write_report_if_asked,
 )
 from sim.core.errors import ConfigurationError
-from sim.core.transcript import visible
+from sim.core.transcript import counted, visible
 from sim.scenario.loader import load_scenario
 from sim.testing.campaign import fuzz as fuzz_campaign
 from sim.testing.campaign import save_scenario
@@ -151,12 +151,15 @@ def fuzz(
         }
         print_json(summary)
     else:
-        said = f"{campaign.runs} runs of {target} ({chosen} profile): {campaign.requests} requests,"
-        out.print(f"{said} {campaign.round_trips} tool calls answered", markup=False)
+        asked = counted(campaign.requests, "request")
+        said = f"{counted(campaign.runs, 'run')} of {target} ({chosen} profile): {asked},"
+        out.print(f"{said} {counted(campaign.round_trips, 'tool call')} answered", markup=False)
         out.print(f"raised: {counts(campaign.raised)}", markup=False)
         if campaign.unsimulated:
             why = visible(campaign.unsimulated_example or "")
-            out.print(f"not simulated: {campaign.unsimulated} runs (for instance {why})", markup=False)
+            out.print(
+                f"not simulated: {counted(campaign.unsimulated, 'run')} (for instance {why})", markup=False
+            )
         if note := campaign.unhonoured_note():
             out.print(visible(note), markup=False)
         _say(campaign.violations)
@@ -199,7 +202,7 @@ def _replay(function: Target, file: Path, allow: tuple[str, ...], seconds: float
                    "violations": _as_json(found)}  # fmt: skip
         print_json(summary)
     else:
-        requests = f"{run.simulator.received} requests"
+        requests = counted(run.simulator.received, "request")
         out.print(
             f"replayed {file} to {function.name}: {requests}; raised: {raised or 'nothing'}", markup=False
         )
@@ -236,7 +239,7 @@ def _own_loop(
         }
         print_json(summary)
     else:
-        out.print(f"{report.runs} runs; outcomes: {counts(report.outcomes)}", markup=False)
+        out.print(f"{counted(report.runs, 'run')}; outcomes: {counts(report.outcomes)}", markup=False)
         out.print(f"tool results: {counts(report.error_codes)}", markup=False)
     if violations:
         if not as_json:

@@ -98,7 +98,7 @@ def record(
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Run the loop live, as `sim run` does, and record the whole session into CASSETTE."""
+    """Run the loop live, as `sim run` does, and record the whole session into FILE."""
     if cassette.exists() and not force:
         raise usage_error(f"cassette exists: {cassette} (use --force to overwrite it)")
     live = Live(max_turns, workspace, approve, stream, max_completion_tokens, api, chain, as_json)

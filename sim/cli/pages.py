@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from sim.cassette.replay import ReplayReport
-from sim.core.transcript import turns
+from sim.core.transcript import counted, turns
 from sim.player import PlayReport
 from sim.reports.html import Report, Tally, divergence, section
 from sim.testing.campaign import FuzzReport
@@ -31,7 +31,9 @@ def replayed(reports: Sequence[ReplayReport], title: str = "sim replay") -> Repo
     page = Report(title, seconds=sum(r.seconds for r in reports))
     for r in reports:
         headline = (
-            f"{r.outcome}, {turns(r.turns)}, {r.interactions} interactions" if r.outcome else "not replayed"
+            f"{r.outcome}, {turns(r.turns)}, {counted(r.interactions, 'interaction')}"
+            if r.outcome
+            else "not replayed"
         )
         diverged = divergence(*r.divergence) if r.divergence else None
         page.add(section(r.path, r.passed, headline, r.problems, r.transcript, diverged), r.outcome)
@@ -42,7 +44,7 @@ def checked(results: Sequence[dict[str, Any]]) -> Report:
     """`sim check`'s verdict per file, and its findings."""
     page = Report("sim check")
     for result in results:
-        headline = f"{result['kind']}, {len(result['findings'])} finding(s)"
+        headline = f"{result['kind']}, {counted(len(result['findings']), 'finding')}"
         page.add(section(result["path"], result["valid"], headline, result["findings"], ()))
     return page
 
@@ -54,7 +56,7 @@ def fuzzed(report: FuzzReport, target: str | None) -> Report:
     page.error_codes.update(report.error_codes)
     failure = report.failure
     findings = len(failure.violations) if failure is not None else 0
-    verdict = "every invariant held" if failure is None else _findings(findings)
+    verdict = "every invariant held" if failure is None else counted(findings, "finding")
     page.tally = Tally((("runs", report.runs), ("findings", findings)), verdict, failure is None)
     if failure is None:
         return page
@@ -75,7 +77,11 @@ def fuzzed_target(campaign: TargetCampaign) -> Report:
     vacuous = None if campaign.violations else campaign.vacuous()
     found = len(campaign.violations)
     verdict = (
-        _findings(found) if found else f"nothing was tested: {vacuous}" if vacuous else "every invariant held"
+        counted(found, "finding")
+        if found
+        else f"nothing was tested: {vacuous}"
+        if vacuous
+        else "every invariant held"
     )
     figures: tuple[tuple[str, int], ...] = (
         ("runs", campaign.runs),
@@ -100,10 +106,6 @@ def fuzzed_target(campaign: TargetCampaign) -> Report:
     return page
 
 
-def _findings(count: int) -> str:
-    return "1 finding" if count == 1 else f"{count} findings"
-
-
 def shown(path: str, lines: Sequence[str]) -> Report:
     """A scenario's scripted conversation, or a cassette's recorded ones (either API), each as an open
     timeline: turns, calls with their arguments, results, reasoning, usage; what comes before the first
@@ -111,12 +113,12 @@ def shown(path: str, lines: Sequence[str]) -> Report:
     page = Report(f"sim show {path}")
     starts = [n for n, line in enumerate(lines) if line.startswith("conversation ")]
     if not starts:
-        page.add(replace(section(path, True, f"{len(lines)} lines", (), lines), opened=True))
+        page.add(replace(section(path, True, counted(len(lines), "line"), (), lines), opened=True))
         return page
     page.notes += lines[: starts[0]]
     for start, end in zip(starts, [*starts[1:], len(lines)], strict=True):
         told = lines[start + 1 : end]
         count = sum(line.startswith("turn ") for line in told)
-        headline = f"{lines[start]}: {count} turn{'s' if count != 1 else ''}"
+        headline = f"{lines[start]}: {turns(count)}"
         page.add(replace(section(path, True, headline, (), told), opened=True))
     return page

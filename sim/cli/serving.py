@@ -20,7 +20,9 @@ from sim.cassette.scrubbing import Scrubber
 from sim.cassette.secrets import require_scrubbable
 from sim.cli.terminal import err, open_one, usage_error
 from sim.core.errors import CassetteError, ConfigurationError
+from sim.core.transcript import counted
 from sim.scenario.loader import load_scenario
+from sim.scenario.schema import MAX_LATENCY
 from sim.server.access_log import AccessLog
 from sim.server.cassette_server import CassetteServer
 from sim.server.proxy import UPSTREAM_TIMEOUT, RecordingProxy, Upstream
@@ -49,6 +51,13 @@ def _listening(host: str, port: int) -> AppServer:
         raise usage_error(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
 
 
+def _seconds(option: str, value: float, least: float = 0.0) -> None:
+    """A one-line usage error (exit 2) unless `value` is a finite number of seconds from `least` to
+    `MAX_LATENCY`, the bound a scenario's latencies have (infinity and NaN are refused too)."""
+    if not least <= value <= MAX_LATENCY:  # NaN compares false with everything
+        raise usage_error(f"{option} must be from {least:g} to {MAX_LATENCY:g} seconds, not {value}")
+
+
 def _write_line(line: str) -> None:
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
@@ -65,7 +74,7 @@ def _tell(problems: list[str], received: int, by_api: Counter[str], answered: st
         err.print(f"! {problem}", markup=False)
     counts = ", ".join(f"{api} {count}" for api, count in sorted(by_api.items()))
     shown = f" ({counts})" if counts else ""
-    err.print(f"served {received} requests{shown}; {answered}", markup=False)
+    err.print(f"served {counted(received, 'request')}{shown}; {answered}", markup=False)
 
 
 def serve(
@@ -84,7 +93,6 @@ def serve(
         float,
         typer.Option(
             "--grace",
-            min=0,
             help="With --once: seconds to keep answering after the end (make it outlast a Retry-After).",
         ),
     ] = GRACE_SECONDS,
@@ -95,7 +103,6 @@ def serve(
         int,
         typer.Option(
             "--store-limit",
-            min=1,
             help="MiB of conversations kept for previous_response_id (oldest forgotten).",
         ),
     ] = STORE_LIMIT_BYTES // 2**20,
@@ -104,6 +111,9 @@ def serve(
 ) -> None:
     """Serve an OpenAI-compatible API (Chat Completions and Responses) answering from FILE: a scenario's
     scripted replies, or a cassette's recorded responses."""
+    _seconds("--grace", grace)
+    if store_limit < 1:
+        raise usage_error(f"--store-limit must be at least 1 MiB, not {store_limit}")
     if once and cycle:
         raise usage_error(
             "--once and --cycle contradict each other: --cycle never ends, --once ends at the end"
@@ -127,11 +137,17 @@ def serve(
 
     def ready() -> None:
         print(f"OPENAI_BASE_URL={base_url(server.sock)}", flush=True)
-        err.print(f"serving {scenario.name} ({len(scenario.replies)} replies); Ctrl-C stops", markup=False)
+        replies = counted(len(scenario.replies), "reply", "replies")
+        err.print(f"serving {scenario.name} ({replies}); Ctrl-C stops", markup=False)
 
     server.run(on_ready=ready)
     problems = simulator.problems + simulator.unused()
-    _tell(problems, simulator.received, simulator.received_by, f"{simulator.answered} replies sent")
+    _tell(
+        problems,
+        simulator.received,
+        simulator.received_by,
+        f"{counted(simulator.answered, 'reply', 'replies')} sent",
+    )
     if problems and (once or simulator.problems):
         raise typer.Exit(1)
 
@@ -160,8 +176,8 @@ def _serve_cassette(file: Path, host: str, port: int, grace: float | None, log: 
 
     def ready() -> None:
         print(f"OPENAI_BASE_URL={base_url(server.sock, served.base_path)}", flush=True)
-        count = len(cassette.interactions)
-        err.print(f"serving cassette {file} ({count} interactions); Ctrl-C stops", markup=False)
+        count = counted(len(cassette.interactions), "interaction")
+        err.print(f"serving cassette {file} ({count}); Ctrl-C stops", markup=False)
 
     server.run(on_ready=ready)
     problems = served.problems() + (served.unplayed() if once else [])
@@ -197,7 +213,7 @@ def proxy(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing cassette.")] = False,
     upstream_timeout: Annotated[
         float,
-        typer.Option("--upstream-timeout", min=0.1, help="Seconds to wait for the upstream between bytes."),
+        typer.Option("--upstream-timeout", help="Seconds to wait for the upstream between bytes."),
     ] = UPSTREAM_TIMEOUT,
     key_file: Annotated[
         Path | None,
@@ -211,7 +227,8 @@ def proxy(
     as_json: JsonLog = False,
 ) -> None:
     """Forward every request to UPSTREAM with OPENAI_API_KEY (never written) and record each exchange into
-    CASSETTE when the proxy stops (Ctrl-C, SIGTERM, or the end of COMMAND, whose exit code it exits with)."""
+    FILE when the proxy stops (Ctrl-C, SIGTERM, or the end of COMMAND, whose exit code it exits with)."""
+    _seconds("--upstream-timeout", upstream_timeout, least=0.1)
     try:
         parsed = Upstream.parse(upstream)
     except ValueError as error:
@@ -258,6 +275,6 @@ def proxy(
     if not count:
         err.print(f"no exchange finished; {cassette} not written", markup=False)
         raise typer.Exit(code if code is not None else 1)
-    err.print(f"recorded {count} exchanges into {cassette}", markup=False)
+    err.print(f"recorded {counted(count, 'exchange')} into {cassette}", markup=False)
     if code:
         raise typer.Exit(code)

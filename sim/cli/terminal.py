@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
-from typer.core import TyperOption
+from typer.core import TyperArgument, TyperOption
 
 from sim.cassette.writer import write_atomically
 from sim.core.errors import AgentError
@@ -20,18 +21,38 @@ from sim.reports.html import Report, render
 _Read = TypeVar("_Read")
 
 
-def _flags_show_no_value() -> None:
+_LIST_TYPE = re.compile(r"<list\[(.+)\]>")
+
+
+def _help_reads_plainly() -> None:
     """typer's rich help writes `<bool>` beside every flag, as if it took a value (`sim serve --once true
-    FILE` then fails on `true`): a flag shows none, as click's plain help shows it."""
-    shown = TyperOption.display_type_rich
+    FILE` then fails on `true`), a list's type as `<list[Path]>`, and a required argument as `{FILE}` on
+    the usage line (a metavar already in brackets twice: `[[-- COMMAND]]...`). A flag shows no type, a list
+    the type of its items (`<path>`), and the usage line names arguments as click does: `FILE`, `[FILE]`,
+    `PATHS...`, a metavar written in brackets as it is written."""
+    option_type, argument_type = TyperOption.display_type_rich, TyperArgument.display_type_rich
 
-    def display(self: TyperOption, ctx: Any) -> str | None:
-        return None if self.is_flag and not self.count else shown(self, ctx)
+    def items(shown: str | None) -> str | None:
+        return shown and _LIST_TYPE.sub(lambda match: f"<{match[1].lower()}>", shown)
 
-    TyperOption.display_type_rich = display  # type: ignore[method-assign]
+    def display_option(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag and not self.count else items(option_type(self, ctx))
+
+    def display_argument(self: TyperArgument, ctx: Any) -> str | None:
+        return items(argument_type(self, ctx))
+
+    def usage(self: TyperArgument, ctx: Any) -> list[str]:
+        name = self.display_name_raw
+        if name.startswith("["):
+            return [name]
+        return [(name if self.required else f"[{name}]") + ("..." if self.nargs != 1 else "")]
+
+    TyperOption.display_type_rich = display_option  # type: ignore[method-assign]
+    TyperArgument.display_type_rich = display_argument  # type: ignore[method-assign, assignment]
+    TyperArgument.get_usage_pieces = usage  # type: ignore[method-assign]
 
 
-_flags_show_no_value()
+_help_reads_plainly()
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)

@@ -35,15 +35,21 @@ def preview(text: str, limit: int = _PREVIEW_CHARS) -> str:
     return flat if len(flat) <= limit and len(text) <= limit else flat[: limit - 1] + "…"
 
 
+def counted(count: int, noun: str, plural: str = "") -> str:
+    """`1 turn`, `2 turns`: the count and its noun, plural unless it is one (`plural` where an s is not
+    how: `counted(2, "reply", "replies")`)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
 def turns(count: int) -> str:
     """`1 turn`, `2 turns`."""
-    return f"{count} turn" if count == 1 else f"{count} turns"
+    return counted(count, "turn")
 
 
 def describe(event: RunEvent) -> list[str]:
     """The lines that tell one event."""
     if isinstance(event, TurnStarted):
-        return [f"turn {event.turn}: request with {len(event.request.messages)} messages"]
+        return [f"turn {event.turn}: request with {counted(len(event.request.messages), 'message')}"]
     if isinstance(event, ModelReplied):
         message = event.reply.message
         lines = []

@@ -19,6 +19,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from sim.core.json_text import loads
+from sim.core.transcript import counted
 
 _ERROR_CODE = re.compile(r"Error \[([A-Za-z0-9_]+)\]")
 _CALL = re.compile(r"^(\s*(?:[=+] )?(?:assistant )?calls? \S+: \S+) (.*)$")
@@ -169,6 +170,7 @@ def render(report: Report) -> str:
         report=report,
         passed=len(report.sections) - failed,
         failed=failed,
+        files=counted(len(report.sections), "file"),
         outcome_bars=bars(report.outcomes),
         code_bars=bars(report.error_codes),
     )

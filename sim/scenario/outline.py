@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sim.core.transcript import preview
+from sim.core.transcript import counted, preview, turns
 from sim.scenario.schema import Scenario, ScriptedReplySpec
 
 
@@ -30,7 +30,7 @@ def outline(scenario: Scenario) -> list[str]:
     expect = scenario.expect
     wanted = [f"outcome {expect.outcome}"]
     if expect.turns is not None:
-        wanted.append(f"{expect.turns} turns")
+        wanted.append(turns(expect.turns))
     if expect.final_text is not None:
         wanted.append(f"final text {preview(expect.final_text)!r}")
     if expect.tool_results:
@@ -56,5 +56,5 @@ def summary(reply: ScriptedReplySpec) -> str:
     if reply.finish_reason is not None:
         parts.append(f"finish {reply.finish_reason}")
     if reply.cut_after_chunks is not None:
-        parts.append(f"cut after {reply.cut_after_chunks} chunks")
+        parts.append(f"cut after {counted(reply.cut_after_chunks, 'chunk')}")
     return "; ".join(parts) or "an empty reply"
