@@ -184,8 +184,9 @@ class ToolSnapshot:
         try:
             arguments = tool.input_model.model_validate_json(call.arguments, strict=True)
         except ValidationError as error:
+            # sorted by where: pydantic's own order of extra and missing fields changes between releases
             details = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in error.errors()
+                sorted(f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in error.errors())
             )
             return ToolResult.error(
                 "invalid_arguments", f"Tool arguments failed schema validation: {details}"

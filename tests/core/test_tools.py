@@ -143,6 +143,14 @@ class TestPrepare:
         assert result.content.startswith("Error [invalid_arguments]: Tool arguments failed schema validation")
         assert result.error_code == "invalid_arguments"
 
+    @pytest.mark.parametrize("arguments", ['{"zzz": 1, "aaa": 2}', '{"aaa": 2, "zzz": 1}'])
+    def test_schema_failure_details_come_in_one_order_whatever_the_arguments_order(
+        self, arguments: str
+    ) -> None:
+        """Sorted by where they are: pydantic's own order (of extra and missing fields) is not stable."""
+        details = self.error(call("c", "shell", arguments)).content.split("validation: ", 1)[1].split("; ")
+        assert [detail.split(":")[0] for detail in details] == ["aaa", "command", "zzz"]
+
     def test_valid_call_is_prepared_with_typed_arguments(self) -> None:
         prepared = self.snapshot.prepare(call("c", "point", {"x": 3}))
         assert isinstance(prepared, PreparedCall)
