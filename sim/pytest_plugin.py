@@ -10,6 +10,7 @@ stays narrow.
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Generator, Iterator
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -36,7 +37,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=RECORD_MODES,
         default="none",
         help="cassettes of @pytest.mark.sim_cassette tests: none replays only (the default, no network),"
-        " once records missing ones, all records every one again",
+        " once records a cassette that does not exist yet, new_episodes records the requests a cassette"
+        " lacks, all records every one again; a recording keeps only what the run sent, and runs without"
+        " pytest-xdist's workers (-n 0)",
     )
     parser.getgroup("sim").addoption(
         "--sim-scenarios",
@@ -69,6 +72,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "sim_cassette(path=None): record or replay the test's HTTP traffic in a cassette"
         " (default: cassettes/<module>/<test>.yaml beside the test module)",
     )
+    if (mode := config.getoption("sim_record")) != "none" and _distributed(config):
+        raise pytest.UsageError(
+            f"--sim-record={mode} records in one process: add -n 0 (pytest-xdist's workers would share the"
+            " endpoint, and a scripted one such as `sim serve --cycle` answers them in turn: replies swap)"
+        )
     if (report := config.getoption("sim_report")) is not None:
         config.pluginmanager.register(ReportWriter(Path(report)), "sim-report")
     walked: list[Path] = []
@@ -80,6 +88,11 @@ def pytest_configure(config: pytest.Config) -> None:
     for root in dict.fromkeys(walked):
         if str(root) not in config.args:
             config.args.append(str(root))
+
+
+def _distributed(config: pytest.Config) -> bool:
+    """Whether pytest-xdist spreads this run over workers (asked of the controller, which starts them)."""
+    return not hasattr(config, "workerinput") and getattr(config.option, "dist", "no") != "no"
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -195,6 +208,8 @@ def pytest_runtest_makereport(
 
 
 _SECTION = "sim_report_section"
+PLACEHOLDER_KEY = "sk-sim-placeholder-replaying-offline"
+"""The `OPENAI_API_KEY` a replayed test has when none is set: it reaches no network and no file."""
 
 
 class ReportWriter:
@@ -249,14 +264,26 @@ def sim_cassette(request: pytest.FixtureRequest) -> Iterator[Any]:
     """The test's HTTP traffic recorded to, or replayed from, its cassette (vcrpy's `Cassette`).
 
     With `--sim-record=none` (the default) nothing reaches the network, and a test that leaves some
-    of its cassette unplayed fails.
+    of its cassette unplayed fails. While the cassette is only replayed, a test run without
+    `OPENAI_API_KEY` has `PLACEHOLDER_KEY` in its place (SDKs refuse to start without a key); a
+    recording is run with the key as it is. Recording all again with a test that now sends nothing
+    leaves an empty cassette.
     """
     mode = request.config.getoption("sim_record")
     path = cassette_path(request)
     replaying = mode == "none" or (mode == "once" and path.exists())
-    with sim_vcr(mode).use_cassette(str(path), allow_playback_repeats=False) as cassette:
+    recorder = sim_vcr(mode)  # before the placeholder: the key it scrubs is the one the user set
+    with (
+        recorder.use_cassette(str(path), allow_playback_repeats=False) as cassette,
+        pytest.MonkeyPatch.context() as environment,
+    ):
+        if replaying and not os.environ.get("OPENAI_API_KEY"):
+            environment.setenv("OPENAI_API_KEY", PLACEHOLDER_KEY)
         yield cassette
-    if replaying and not cassette.all_played and not request.node.stash.get(_CALL_FAILED, False):
+    failed = request.node.stash.get(_CALL_FAILED, False)
+    if mode == "all" and not failed and not len(cassette) and path.exists():  # vcrpy saves nothing then
+        recorder.persister.save_cassette(str(path), {"requests": [], "responses": []}, serializer=None)
+    if replaying and not cassette.all_played and not failed:
         unused = len(cassette.data) - cassette.play_count
         pytest.fail(
             f"cassette {path} only partly played: {unused} of {len(cassette.data)} interactions unused"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -70,10 +71,11 @@ def test_record_once_then_replay_offline(
         [
             f"*cassette {cassette} has no recording of request 1 (POST /v1/chat/completions)",
             '*nearest recorded request differs at messages[[]1[]].content: recorded "hi" != now "hello*',
-            "*run pytest with --sim-record=once to record what is missing, or --sim-record=all*",
+            "*--sim-record=none only replays: run pytest with --sim-record=new_episodes to record what is"
+            " missing (what is not used is dropped), or --sim-record=all (or delete the file)*",
         ]
     )
-    assert "record_mode" not in changed.stdout.str() and "new_episodes" not in changed.stdout.str()
+    assert "record_mode" not in changed.stdout.str()  # vcrpy's words are not shown
 
     pytester.makepyfile(test_agent=TEST.replace("PROMPT", "hi"))
     data = yaml.safe_load(text)
@@ -97,7 +99,7 @@ def test_without_a_cassette_replay_mode_never_reaches_the_network(
     result.stdout.fnmatch_lines(
         [
             "*cassette *hello.yaml does not exist: request 1 (POST /v1/chat/completions) has no recording",
-            "*--sim-record=once*",
+            "*--sim-record=none only replays: run pytest with --sim-record=once to record the cassette",
         ]
     )
     assert "record_mode" not in result.stdout.str()
@@ -159,3 +161,103 @@ def test_an_openai_agents_run_over_the_responses_api_is_recorded_then_replayed(
     text = (pytester.path / "cassettes" / "agent.yaml").read_text()
     assert KEY not in text and "/v1/responses" in text
     pytester.runpytest_subprocess().assert_outcomes(passed=1)  # the server is gone: this is a replay
+
+
+def _prompts(cassette: Path) -> list[str]:
+    """The user prompt of each request the cassette holds."""
+    interactions = yaml.safe_load(cassette.read_text())["interactions"]
+    bodies = [json.loads(interaction["request"]["body"]) for interaction in interactions]
+    return [m["content"] for body in bodies for m in body["messages"] if m["role"] == "user"]
+
+
+def test_each_recording_mode_leaves_exactly_what_the_run_sent(
+    pytester: pytest.Pytester, server: tuple, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request an earlier recording made and this run did not (a live id changes on every recording) is
+    dropped: kept, it would leave the next replay partly played."""
+    url, _ = server
+    monkeypatch.setenv("SIM_TEST_URL", url)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    cassette = pytester.path / "cassettes" / "hello.yaml"
+    pytester.makepyfile(test_agent=TEST.replace("PROMPT", "hi"))
+    pytester.runpytest("--sim-record=once").assert_outcomes(passed=1)
+    earlier = yaml.safe_load(cassette.read_text())["interactions"]
+
+    pytester.makepyfile(test_agent=TEST.replace("PROMPT", "hello there"))
+    data = yaml.safe_load(cassette.read_text())
+    pytester.runpytest("--sim-record=all").assert_outcomes(passed=1)
+    assert _prompts(cassette) == ["hello there"]
+    pytester.runpytest().assert_outcomes(passed=1)  # played whole, offline
+
+    data["interactions"] = earlier
+    cassette.write_text(yaml.safe_dump(data))
+    once = pytester.runpytest("--sim-record=once")  # never records into a cassette that exists
+    once.assert_outcomes(failed=1)
+    once.stdout.fnmatch_lines(
+        [
+            "*--sim-record=once records only a cassette that does not exist yet: run pytest with"
+            " --sim-record=new_episodes to record what is missing (what is not used is dropped), or"
+            " --sim-record=all (or delete the file) to record the test's whole cassette again"
+        ]
+    )
+    assert _prompts(cassette) == ["hi"]
+    pytester.runpytest("--sim-record=new_episodes").assert_outcomes(passed=1)
+    assert _prompts(cassette) == ["hello there"]
+
+    pytester.makepyfile(test_agent=TEST.split("    model =")[0] + "    pass\n")  # it sends nothing now
+    pytester.runpytest("--sim-record=all").assert_outcomes(passed=1)
+    assert yaml.safe_load(cassette.read_text())["interactions"] == []
+
+
+MODELS = """
+import os
+import pytest
+from openai import OpenAI
+
+@pytest.mark.sim_cassette("models.yaml")
+def test_lists_models():
+    with OpenAI(base_url="http://127.0.0.1:9/v1", max_retries=0) as client:  # the key from the environment
+        assert [model.id for model in client.models.list()] == ["sim-model"]
+
+def test_after():
+    assert os.environ.get("OPENAI_API_KEY") == os.environ.get("KEY_BEFORE")
+"""
+MODELS_CASSETTE = """interactions:
+- request: {method: GET, uri: 'http://127.0.0.1:9/v1/models', body: null, headers: {}}
+  response:
+    status: {code: 200, message: OK}
+    headers: {Content-Type: [application/json]}
+    body:
+      string: '{"object": "list", "data": [{"id": "sim-model", "object": "model", "created": 0}]}'
+version: 1
+"""
+
+
+def test_a_replay_without_a_key_has_a_placeholder_for_the_test_only(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CI has no key, and the SDK will not build a client without one; a recording gets none."""
+    pytester.makepyfile(test_models=MODELS)
+    (pytester.path / "models.yaml").write_text(MODELS_CASSETTE)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("KEY_BEFORE", raising=False)
+    pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=2)
+    monkeypatch.setenv("OPENAI_API_KEY", "")  # as CI sets a secret a fork cannot read
+    monkeypatch.setenv("KEY_BEFORE", "")
+    pytester.runpytest("-p", "no:randomly").assert_outcomes(passed=2)
+
+    (pytester.path / "models.yaml").unlink()
+    recording = pytester.runpytest("-p", "no:randomly", "--sim-record=once")
+    recording.assert_outcomes(passed=1, failed=1)
+    recording.stdout.fnmatch_lines(["*OPENAI_API_KEY*"])  # the SDK's own refusal: nothing stands in
+    assert not (pytester.path / "models.yaml").exists()
+
+
+def test_recording_under_xdist_workers_is_refused_in_one_line(pytester: pytest.Pytester) -> None:
+    """Workers share the endpoint, and a scripted one (`sim serve --cycle`) answers them in turn."""
+    pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+    for mode in ("once", "new_episodes", "all"):
+        refused = pytester.runpytest(f"--sim-record={mode}", "-n", "2")
+        assert refused.ret == pytest.ExitCode.USAGE_ERROR
+        refused.stderr.fnmatch_lines([f"ERROR: --sim-record={mode} records in one process: add -n 0 (*swap)"])
+    pytester.runpytest("--sim-record=all", "-n", "0").assert_outcomes(passed=1)

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 import vcr
 from vcr.errors import CannotOverwriteExistingCassetteException
 from vcr.persisters.filesystem import CassetteNotFoundError
+from vcr.record_mode import RecordMode
 from vcr.serialize import deserialize
 from vcr.serializers import yamlserializer
 
@@ -21,7 +22,12 @@ from sim.cassette.reader import load_data
 from sim.cassette.secrets import MIN_KEY_CHARS, SECRET_HEADERS
 from sim.cassette.writer import exchanges_from_vcr, to_yaml, write_cassette
 
-RECORD_MODES = ("none", "once", "all")
+RECORD_MODES = ("none", "once", "new_episodes", "all")
+"""vcrpy's record modes, as it means them: `none` replays only; `once` records a cassette that does not
+exist yet and only replays one that does; `new_episodes` replays what is recorded and records what is
+not; `all` records every request again. A cassette a recording mode writes holds exactly what the run
+sent: what it did not use is dropped (a live id changes on every recording, so a request kept from an
+earlier one would never be sent again, and the replay would fail, part of it unplayed)."""
 
 
 def canonical_body(live: Any, recorded: Any) -> None:
@@ -35,15 +41,17 @@ def _bytes(body: bytes | str | None) -> bytes | None:
 
 
 class SimPersister:
-    """Loads vcrpy cassettes; saves them as sim does: readable bodies, no secrets, all or nothing."""
+    """Loads vcrpy cassettes; saves them as sim does: readable bodies, no secrets, all or nothing.
+    `fresh` (recording all again) reads no cassette, so that only what the run sends is saved."""
 
-    def __init__(self, secrets: tuple[str, ...] = ()) -> None:
+    def __init__(self, secrets: tuple[str, ...] = (), fresh: bool = False) -> None:
         self.secrets = secrets
+        self.fresh = fresh
 
     def load_cassette(self, cassette_path: str, serializer: Any) -> Any:
         """vcrpy's requests and responses from the file."""
         path = Path(cassette_path)
-        if not path.is_file():
+        if self.fresh or not path.is_file():
             raise CassetteNotFoundError()
         text = path.read_text(encoding="utf-8")
         if COMPACT_MARK.search(text):  # vcrpy reads only the plain form: expand it first
@@ -56,8 +64,8 @@ class SimPersister:
 
 
 def sim_vcr(record_mode: str = "none", secrets: tuple[str, ...] | None = None) -> vcr.VCR:
-    """A `VCR` for tests: `none` replays only (never touches the network), `once` records what is missing,
-    `all` records everything again. The live key (OPENAI_API_KEY) is scrubbed from what is written."""
+    """A `VCR` for tests in one of `RECORD_MODES` (`none`, the default, never touches the network); what a
+    recording writes is what the run sent, no more. The live key (OPENAI_API_KEY) is scrubbed from it."""
     if record_mode not in RECORD_MODES:
         raise ValueError(f"record mode must be one of {', '.join(RECORD_MODES)}, not {record_mode!r}")
     known = secrets if secrets is not None else (os.environ.get("OPENAI_API_KEY", ""),)
@@ -69,9 +77,10 @@ def sim_vcr(record_mode: str = "none", secrets: tuple[str, ...] | None = None) -
         record_on_exception=False,
         filter_headers=sorted(SECRET_HEADERS),
         match_on=("method", "path", "canonical_body"),
+        drop_unused_requests=record_mode == "new_episodes",
     )
     recorder.register_matcher("canonical_body", canonical_body)
-    recorder.register_persister(SimPersister(known))
+    recorder.register_persister(SimPersister(known, fresh=record_mode == "all"))
     return recorder
 
 
@@ -94,11 +103,20 @@ def missing_recording(error: CannotOverwriteExistingCassetteException) -> str:
             lines.append(f"  the nearest recorded request differs at {differences[0]}")
         elif error.similar_requests:
             lines.append(f"  no recorded request goes to {what}")
-    lines.append(
-        "  run pytest with --sim-record=once to record what is missing, or --sim-record=all to record the"
-        " test's whole cassette again"
-    )
+    lines.append(_what_to_run(RecordMode(cassette.record_mode).value, error.reason))
     return "\n".join(lines)
+
+
+def _what_to_run(mode: str, reason: str | None) -> str:
+    """What the mode a request went unrecorded in does, and which `--sim-record` records it instead."""
+    if reason == "cassette_not_found":
+        return f"  --sim-record={mode} only replays: run pytest with --sim-record=once to record the cassette"
+    does = {"none": "only replays", "once": "records only a cassette that does not exist yet"}.get(mode)
+    return (
+        f"  --sim-record={mode} {does or 'did not record it'}: run pytest with --sim-record=new_episodes to"
+        " record what is missing (what is not used is dropped), or --sim-record=all (or delete the file) to"
+        " record the test's whole cassette again"
+    )
 
 
 def missing_recording_in(error: BaseException | None) -> CannotOverwriteExistingCassetteException | None:
