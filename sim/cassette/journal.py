@@ -10,6 +10,10 @@ in the cassette's layout (bodies readable and scrubbed, as `writer.interaction_d
 binary body is `{"binary": BASE64}` and a request body that extends an earlier one's conversation is
 `{"extends": SEQ, "at": ..., "add": ...}` (as in a compact cassette, by sequence number). `seq` is the order
 the requests arrived in, which the cassette keeps; lines come in the order the exchanges finished.
+
+A line is appended whole or not at all: one that cannot be written in full (a full disk) is cut off again,
+so the next exchange starts a line of its own. Reading keeps every whole line and skips, saying so, what is
+not one (a line cut short and run on, one longer than `LINE_LIMIT`, never read whole).
 """
 
 from __future__ import annotations
@@ -21,16 +25,21 @@ import sys
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 from sim.cassette.compact import Compactor, Rebuilder
 from sim.cassette.scrubbing import Scrubber
 from sim.cassette.writer import Exchange, cassette_pieces, interaction_data, write_pieces, written_rest
 from sim.core.errors import CassetteError
+from sim.core.json_text import loads
 
 SUFFIX = ".journal"
 _FORMAT = 1
+LINE_LIMIT = 256 * 2**20
+"""The longest journal line read (one exchange, its bodies readable: far beyond the 64 MiB a body may
+decompress into); a longer one is skipped unread."""
+_SKIP_CHUNK = 64 * 2**10
 
 
 def journal_path(cassette: Path) -> Path:
@@ -60,6 +69,8 @@ class Journal:
         self._scrubber = Scrubber(secrets)
         self._compactor = Compactor()
         self._lock = threading.Lock()
+        self._lost: set[int] = set()
+        """Exchanges that were not written: a later one extending them is written in full."""
         self.count = 0
         """Exchanges written so far."""
         self.problems: list[str] = []
@@ -69,24 +80,23 @@ class Journal:
                 f"{self.path}: a recording that did not finish left this journal; make a cassette of it"
                 f" with `sim recover {self.path}`, or delete it"
             )
-        self._file: IO[str] | None = None
+        self._fd: int | None = None
 
-    def _open(self) -> IO[str]:
+    def _open(self) -> int:
         """The journal file, made when the first exchange finishes (a run that records nothing leaves
         nothing behind)."""
-        if self._file is None:
+        if self._fd is None:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
             try:
-                self._file = open(self.path, "x", encoding="utf-8")  # noqa: SIM115 (kept open)
+                self._fd = os.open(self.path, flags, 0o666)
+                _append(self._fd, _line({"sim_journal": _FORMAT, "cassette": self.cassette.name}))
             except OSError as error:
-                raise CassetteError(f"{self.path}: cannot write: {error}") from None
-            self._write_line({"sim_journal": _FORMAT, "cassette": self.cassette.name})
-        return self._file
-
-    def _write_line(self, value: Mapping[str, Any]) -> None:
-        file = self._open()
-        file.write(json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n")
-        file.flush()
-        os.fsync(file.fileno())
+                if self._fd is not None:
+                    os.close(self._fd)
+                    self._fd = None
+                    self.path.unlink(missing_ok=True)
+                raise CassetteError(f"{self.path}: cannot write: {error.strerror or error}") from None
+        return self._fd
 
     def append(self, seq: int, exchange: Exchange) -> bool:
         """Write one finished exchange (`seq`: its request's place in arrival order), scrubbed, and fsync;
@@ -102,41 +112,54 @@ class Journal:
             if isinstance(body, str):
                 path = urlsplit(str(request["uri"])).path
                 extension = self._compactor.add(seq, str(request["method"]), path, body)
-                if extension is not None and extension.base < seq:
+                # (an exchange that was not written is extended by none: it is not there to rebuild from)
+                if extension is not None and extension.base < seq and extension.base not in self._lost:
                     request = {**request, "body": extension.data()}
             request = {**request, "body": _encoded(request["body"])}
             response = {**response, "body": {"string": _encoded(response["body"]["string"])}}
-            line = {"seq": seq, "interaction": {"request": request, "response": response}}
-            if self._scrubber.holds_secret(json.dumps(line, ensure_ascii=False)):
+            self._lost.add(seq)
+            try:
+                line = _line({"seq": seq, "interaction": {"request": request, "response": response}})
+            except ValueError as error:  # text no UTF-8 encoder takes (a lone surrogate)
+                self.problems.append(f"exchange {seq}: cannot be written: {error}")
+                return False
+            if self._scrubber.holds_secret(line.decode("utf-8")):
                 self.problems.append(f"exchange {seq}: not written: it would still hold a secret")
                 return False
             try:
-                self._write_line(line)
-            except (OSError, CassetteError) as error:
+                _append(self._open(), line)
+            except CassetteError as error:
                 self.problems.append(f"exchange {seq}: not written: {error}")
                 return False
+            except OSError as error:
+                self.problems.append(f"exchange {seq}: not written: {self.path}: {error.strerror or error}")
+                return False
+            self._lost.discard(seq)
             self.count += 1
             return True
 
     def close(self) -> None:
         """Stop appending; the journal stays on disk."""
         with self._lock:
-            if self._file is not None:
-                self._file.close()
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
     def finish(self, *, sim: Mapping[str, Any] | None = None, compact: bool = False) -> int:
         """Close the journal, write the cassette from it atomically (with the `sim:` block, if any), and
         remove it; how many exchanges the cassette holds. The journal is removed, and nothing written,
         when no exchange finished; on an error it stays."""
         self.close()
-        if self.problems:
-            raise CassetteError(
-                f"{self.cassette}: not written: {'; '.join(self.problems)} (the other exchanges are in"
-                f" {self.path})"
-            )
         if not self.count:
             self.path.unlink(missing_ok=True)
+            if self.problems:
+                raise CassetteError(f"{self.cassette}: not written: {_summary(self.problems)}")
             return 0
+        if self.problems:
+            raise CassetteError(
+                f"{self.cassette}: not written: {_summary(self.problems)}; the {self.count} others are in"
+                f" {self.path}: `sim recover {self.path}` makes a cassette of them"
+            )
         block = None if sim is None else self._scrubber.value(dict(sim))
         recovered = write_recovered(
             self.path, self.cassette, sim=block, compact=compact, secrets=self._secrets
@@ -146,21 +169,50 @@ class Journal:
         return count
 
 
-class Recovered:
-    """What reading a journal found: the exchanges it holds, and whether its last line was cut short."""
+def _summary(problems: list[str]) -> str:
+    """The first problem, and how many more there were."""
+    more = len(problems) - 1
+    return problems[0] + (f" (and {more} more exchange{'s' if more > 1 else ''} not written)" if more else "")
 
-    def __init__(self, count: int, torn: bool) -> None:
+
+def _line(value: Mapping[str, Any]) -> bytes:
+    """One journal line; `ValueError` for text that is not UTF-8 (a lone surrogate)."""
+    return (json.dumps(value, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def _append(fd: int, line: bytes) -> None:
+    """Append `line` to the file open (`O_APPEND`) on `fd` and fsync, all or nothing: on an error (a full
+    disk) the file is cut back to where it ended, so no torn line is left for the next one to run on."""
+    end = os.lseek(fd, 0, os.SEEK_END)
+    try:
+        view = memoryview(line)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except OSError:
+        os.ftruncate(fd, end)
+        raise
+
+
+class Recovered:
+    """What reading a journal found: the exchanges it holds, whether its last line was cut short, and the
+    lines skipped (`line N: why`) because they held no whole exchange."""
+
+    def __init__(self, count: int, torn: bool, skipped: list[str]) -> None:
         self.count = count
         self.torn = torn
+        self.skipped = skipped
 
 
 class _Reader:
     """A journal on disk, read by line offsets: each interaction read when it is written out."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, line_limit: int = LINE_LIMIT) -> None:
         self.path = path
         self.torn = False
         self.offsets: dict[int, int] = {}
+        self.skipped: list[str] = []
+        self._limit = line_limit
         try:
             self._file = open(path, "rb")  # noqa: SIM115 (closed by `close`)
         except OSError as error:
@@ -168,30 +220,52 @@ class _Reader:
         self._index()
         self._rebuilder = Rebuilder(self._raw_body, limit=sys.maxsize)  # our own recording, asked for in full
 
+    def _line(self) -> tuple[bytes | None, int, bool]:
+        """The next line (None when it is longer than the limit: skipped unread), its length, and whether
+        it ends (a last line cut short does not)."""
+        line = self._file.readline(self._limit)
+        if len(line) < self._limit or line.endswith(b"\n"):
+            return line, len(line), line.endswith(b"\n")
+        size, ends = len(line), False
+        del line
+        while not ends and (chunk := self._file.readline(_SKIP_CHUNK)):
+            size, ends = size + len(chunk), chunk.endswith(b"\n")
+        return None, size, ends
+
     def _index(self) -> None:
-        first = self._file.readline()
+        first, offset, _ = self._line()
         try:
-            header = json.loads(first)
+            header = loads(first or b"")
         except ValueError:
             header = None
         if not isinstance(header, dict) or header.get("sim_journal") != _FORMAT:
             raise CassetteError(f"{self.path}:1: not a sim recording journal")
-        offset, number = len(first), 1
-        for line in self._file:
-            number += 1
-            if not line.endswith(b"\n"):  # the exchange being written when the recording stopped
+        bases: dict[int, int | None] = {}
+        number = 1
+        while True:
+            line, size, ends = self._line()
+            if not size:
+                break
+            number, start, offset = number + 1, offset, offset + size
+            if not ends:  # the exchange being written when the recording stopped
                 self.torn = True
                 break
             try:
-                seq = json.loads(line)["seq"]
-            except (ValueError, KeyError, TypeError):
-                raise CassetteError(f"{self.path}:{number}: not a journal line") from None
-            if not isinstance(seq, int) or seq in self.offsets:
-                raise CassetteError(f"{self.path}:{number}: a missing or repeated `seq`")
-            self.offsets[seq] = offset
-            offset += len(line)
+                if line is None:
+                    raise ValueError(f"longer than {self._limit:,} bytes")
+                seq, base = _checked(loads(line))
+                if seq in bases:
+                    raise ValueError(f"exchange {seq} again")
+                if base is not None and base not in bases:
+                    raise ValueError(f"it extends exchange {base}, which the journal does not hold")
+            except (ValueError, KeyError, TypeError, AttributeError) as error:
+                self.skipped.append(f"line {number}: {error}")
+                continue
+            bases[seq] = base
+            self.offsets[seq] = start
 
     def interaction(self, seq: int) -> dict[str, Any]:
+        """The interaction of exchange `seq`, as its line holds it."""
         self._file.seek(self.offsets[seq])
         value = json.loads(self._file.readline())["interaction"]
         if not isinstance(value, dict):
@@ -209,6 +283,23 @@ class _Reader:
 
     def close(self) -> None:
         self._file.close()
+
+
+def _checked(line: Any) -> tuple[int, int | None]:
+    """A journal line's `seq` and the `seq` its request body extends, if any; `ValueError` (or a
+    `KeyError`, `TypeError`) when it is not a whole exchange."""
+    seq, interaction = line["seq"], line["interaction"]
+    if not isinstance(seq, int) or isinstance(seq, bool):
+        raise ValueError(f"`seq` must be a number, not {seq!r}")
+    request, response = interaction["request"], interaction["response"]
+    body = _decoded(request["body"])
+    _decoded(response["body"]["string"])
+    if not isinstance(body, Mapping) or "extends" not in body:
+        return seq, None
+    base = body["extends"]
+    if not isinstance(base, int) or isinstance(base, bool) or not 0 <= base < seq:
+        raise ValueError(f"`extends` must name an earlier exchange, not {base!r}")
+    return seq, base
 
 
 def _interactions(reader: _Reader, compact: bool) -> Iterator[dict[str, Any]]:
@@ -237,16 +328,29 @@ def write_recovered(
     sim: Mapping[str, Any] | None = None,
     compact: bool = False,
     secrets: tuple[str, ...] = (),
+    line_limit: int = LINE_LIMIT,
 ) -> Recovered:
-    """Write the cassette a journal holds, atomically, an exchange at a time (`compact`: bodies that extend
-    earlier ones stay references); a last line cut short is left out."""
-    reader = _Reader(journal)
+    """Write the cassette a journal holds, atomically and fsynced, an exchange at a time (`compact`: bodies
+    that extend earlier ones stay references); a last line cut short, and lines that hold no whole exchange,
+    are left out. `CassetteError`, the journal untouched, when there is nothing to write or it cannot be
+    written (a full disk)."""
+    reader = _Reader(journal, line_limit)
     try:
+        if not reader.offsets:
+            count = len(reader.skipped)
+            skipped = f" ({count} line{'s' * (count > 1)} skipped: {reader.skipped[0]})" if count else ""
+            raise CassetteError(f"{journal}: no whole exchange in it{skipped}")
         block = dict(sim) if sim is not None else None
         if compact:
             block = {**(block or {}), "compact": True}
         pieces = cassette_pieces(_interactions(reader, compact), written_rest(block))
-        write_pieces(cassette, pieces, refuse=Scrubber(secrets).holds_secret)
-        return Recovered(len(reader.offsets), reader.torn)
+        try:
+            write_pieces(cassette, pieces, refuse=Scrubber(secrets).holds_secret)
+        except OSError as error:
+            raise CassetteError(
+                f"{cassette}: cannot write: {error.strerror or error}; the exchanges stay in {journal}:"
+                f" `sim recover {journal}` makes the cassette once it can be written"
+            ) from None
+        return Recovered(len(reader.offsets), reader.torn, reader.skipped)
     finally:
         reader.close()

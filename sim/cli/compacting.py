@@ -16,6 +16,7 @@ from sim.cassette.reader import load_data
 from sim.cassette.writer import cassette_pieces, write_pieces
 from sim.cli.terminal import err, out, usage_error
 from sim.core.errors import CassetteError
+from sim.core.transcript import counted
 
 Cassettes = Annotated[list[Path], typer.Argument(metavar="FILES", help="Cassette files, rewritten in place.")]
 
@@ -100,5 +101,16 @@ def recover(
         raise typer.Exit(1) from None
     if recovered.torn:
         err.print(f"{journal}: its last exchange was cut short and is left out", markup=False)
+    if recovered.skipped:
+        err.print(f"{journal}: skipped {_lines(recovered.skipped)}", markup=False)
     journal.unlink()
-    out.print(f"recovered {recovered.count} exchanges into {output}", markup=False)
+    out.print(f"recovered {counted(recovered.count, 'exchange')} into {output}", markup=False)
+
+
+def _lines(skipped: list[str]) -> str:
+    """The lines `sim recover` skipped, in one line: how many, which, and why the first was."""
+    numbers = [reason.split(":", 1)[0].removeprefix("line ") for reason in skipped]
+    shown = ", ".join(numbers[:10]) + (f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
+    count = f"{len(skipped)} line{'s' if len(skipped) > 1 else ''}"
+    holds = "holds" if len(skipped) == 1 else "hold"
+    return f"{count} that {holds} no whole exchange ({shown}; {skipped[0]})"

@@ -5,19 +5,22 @@ into a cassette by `sim recover`, or refused in one line when it is damaged."""
 from __future__ import annotations
 
 import json
-import subprocess
 import threading
+import tracemalloc
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import yaml
+from typer.testing import CliRunner, Result
 
 from sim.cassette.journal import Journal, write_recovered
 from sim.cassette.reader import load_data, read_cassette
 from sim.cassette.writer import Exchange, cassette_pieces, to_yaml, write_cassette, written_rest
+from sim.cli import app
 from sim.core.errors import CassetteError
 from tests.corpus import needs_corpus, real_cassettes
-from tests.server.processes import SIM
+from tests.filesystems import fill
 
 KEY = "sk-journal-REAL-key-0123456789abcdef"
 SESSION = {"prompt": "p", "turns": 3}
@@ -43,6 +46,11 @@ def exchange(turn: int, *, key_in: str = "", binary: bool = False) -> Exchange:
         response_headers={"content-type": ["audio/mpeg" if binary else "application/json"]},
         response_body=answer,
     )
+
+
+def recover(*args: str) -> Result:
+    """`sim recover ARGS...`, in this process."""
+    return CliRunner().invoke(app, ["recover", *args])
 
 
 @pytest.mark.parametrize("compact", [False, True], ids=["plain", "compact"])
@@ -125,8 +133,8 @@ def crashed(tmp_path: Path, turns: int = 3) -> Path:
 
 def test_recover_makes_a_cassette_of_the_whole_lines_and_says_the_last_was_cut(tmp_path: Path) -> None:
     journal = crashed(tmp_path)
-    done = subprocess.run([*SIM, "recover", str(journal)], capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr
+    done = recover(str(journal))
+    assert done.exit_code == 0, done.stderr
     assert done.stdout.strip() == f"recovered 3 exchanges into {tmp_path / 'c.yaml'}"
     assert "cut short" in done.stderr and not journal.exists()
     interactions = read_cassette(tmp_path / "c.yaml").interactions
@@ -136,29 +144,33 @@ def test_recover_makes_a_cassette_of_the_whole_lines_and_says_the_last_was_cut(t
     assert interactions[1].response.body == BINARY  # kept as it came
 
 
-def test_recover_refuses_an_existing_cassette_and_a_damaged_journal_in_one_line(tmp_path: Path) -> None:
+def test_recover_refuses_an_existing_cassette_and_a_journal_with_nothing_whole_in_one_line(
+    tmp_path: Path,
+) -> None:
     journal = crashed(tmp_path)
     (tmp_path / "c.yaml").write_text("kept\n")
-    done = subprocess.run([*SIM, "recover", str(journal)], capture_output=True, text=True, check=False)
-    assert done.returncode == 2 and "use --force" in done.stderr
+    done = recover(str(journal))
+    assert done.exit_code == 2 and "use --force" in done.stderr
     lines = journal.read_text().splitlines()
     line = json.loads(lines[2])
     line["interaction"]["request"]["body"]["extends"] = 7  # a reference to nothing
     journal.write_text("\n".join([*lines[:2], json.dumps(line)]) + "\n")
-    done = subprocess.run(
-        [*SIM, "recover", str(journal), "-o", str(tmp_path / "new.yaml")],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert done.returncode == 1
-    assert done.stderr.count("\n") == 1 and "exchange 1" in done.stderr
-    assert "must name an earlier" in done.stderr
-    assert not (tmp_path / "new.yaml").exists() and journal.exists()
+    done = recover(str(journal), "-o", str(tmp_path / "new.yaml"))
+    assert done.exit_code == 0 and done.stderr.count("\n") == 1, done.stderr
+    assert (
+        "skipped 1 line that holds no whole exchange (3; line 3: `extends` must name an earlier"
+        in done.stderr
+    )
+    assert len(read_cassette(tmp_path / "new.yaml").interactions) == 1
     journal.write_text('{"not": "a journal"}\n')
     with pytest.raises(CassetteError, match=r"c\.yaml\.journal:1: not a sim recording journal"):
         write_recovered(journal, tmp_path / "new.yaml")
     journal.write_text('{"sim_journal":1}\n{"seq":0,"interaction":{}}\n[1, 2]\n')
-    with pytest.raises(CassetteError, match=r"c\.yaml\.journal:3: not a journal line"):
+    with pytest.raises(
+        CassetteError, match=r"c\.yaml\.journal: no whole exchange in it \(2 lines skipped: line 2"
+    ):
         write_recovered(journal, tmp_path / "new.yaml")
+    assert journal.exists()
 
 
 def test_the_cassette_is_written_a_piece_at_a_time_as_the_whole_would_be() -> None:
@@ -179,3 +191,85 @@ def test_real_cassettes_are_written_a_piece_at_a_time_as_the_whole_would_be(path
     expected = to_yaml({"interactions": data["interactions"], "version": 1})
     pieces = "".join(cassette_pieces(data["interactions"], written_rest(None)))
     assert pieces == expected.removesuffix("...\n")  # the end-of-document mark is optional
+
+
+def big_exchange(turn: int, size: int) -> Exchange:
+    """`exchange(turn)` answered with about `size` bytes of text that does not compress."""
+    filler = "".join(f"{(n * 7919) % 10007:05d}" for n in range(size // 5))
+    return replace(
+        exchange(turn), response_headers={"content-type": ["text/plain"]}, response_body=filler.encode()
+    )
+
+
+def test_a_full_disk_loses_only_the_exchange_that_did_not_fit(small_disk: Path) -> None:
+    cassette = small_disk / "c.yaml"
+    journal = Journal(cassette, ())
+    for seq in range(8):
+        assert journal.append(seq, big_exchange(seq, 1000))
+    fill(small_disk, leave=4096)
+    assert not journal.append(8, big_exchange(8, 12000))  # more than the room left: cut off mid-line
+    assert "No space left" in journal.problems[0]
+    (small_disk / ".filler").unlink()
+    assert journal.append(9, big_exchange(9, 1000))  # the next exchange has a line of its own
+    journal.close()
+    recovered = write_recovered(journal.path, small_disk / "again.yaml")
+    assert (recovered.count, recovered.skipped) == (9, [])
+    said = [
+        json.loads(i.request.body or b"")["messages"]
+        for i in read_cassette(small_disk / "again.yaml").interactions
+    ]
+    assert [len(messages) // 2 for messages in said] == [*range(8), 9]
+
+
+def test_a_full_disk_at_the_end_keeps_the_journal_and_says_where_it_is(small_disk: Path) -> None:
+    cassette = small_disk / "c.yaml"
+    journal = Journal(cassette, ())
+    for seq in range(3):
+        assert journal.append(seq, big_exchange(seq, 3000))
+    fill(small_disk)
+    with pytest.raises(CassetteError, match=rf"No space left.*sim recover {journal.path}"):
+        journal.finish()
+    assert journal.path.exists() and not cassette.exists()
+    done = recover(str(journal.path))
+    assert done.exit_code == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "No space left" in done.stderr and isinstance(done.exception, SystemExit)  # no traceback
+    assert journal.path.exists() and [p.name for p in small_disk.iterdir()] == [".filler", "c.yaml.journal"]
+    (small_disk / ".filler").unlink()
+    assert write_recovered(journal.path, cassette).count == 3
+
+
+def damaged(tmp_path: Path, *middle: bytes) -> Path:
+    """A journal of two whole exchanges with `middle` lines between them."""
+    journal = crashed(tmp_path, turns=2)
+    lines = journal.read_bytes().split(b"\n")
+    third = json.loads(lines[2])
+    third["seq"] = 5
+    journal.write_bytes(b"\n".join([lines[0], lines[1], *middle, json.dumps(third).encode()]) + b"\n")
+    return journal
+
+
+def test_recover_keeps_every_whole_exchange_and_says_which_lines_it_skipped(tmp_path: Path) -> None:
+    cut = b'{"seq": 7, "interaction": {"request": {"bo'
+    nested = b"[" * 200_000 + b"]" * 200_000
+    journal = damaged(tmp_path, cut + b'{"seq":8,"interaction":{}}', nested, b'{"seq": 0, "interaction": {}}')
+    done = recover(str(journal), "-o", str(tmp_path / "new.yaml"))
+    assert done.exit_code == 0, done.stderr
+    assert done.stdout.strip() == f"recovered 2 exchanges into {tmp_path / 'new.yaml'}"
+    assert done.stderr.count("\n") == 1 and "skipped 3 lines" in done.stderr and "3, 4, 5" in done.stderr
+    assert len(read_cassette(tmp_path / "new.yaml").interactions) == 2
+
+
+def test_a_huge_line_is_skipped_without_being_read_whole(tmp_path: Path) -> None:
+    limit = 2**20
+    journal = damaged(tmp_path, b'{"seq": 3, "body": "' + b"x" * (6 * limit) + b'"}')
+    with journal.open("ab") as file:
+        file.write(b'{"seq": 9, "interaction": "' + b"y" * (6 * limit))  # torn and huge
+    tracemalloc.start()
+    try:
+        recovered = write_recovered(journal, tmp_path / "new.yaml", line_limit=limit)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (recovered.count, recovered.torn, len(recovered.skipped)) == (2, True, 1)
+    assert "line 3" in recovered.skipped[0] and f"{limit:,}" in recovered.skipped[0]
+    assert peak < 3 * limit, peak
