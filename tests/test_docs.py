@@ -7,8 +7,10 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from typer.testing import CliRunner
 
 from sim.cli import app
 from sim.scenario import load_scenario
+from tests.server.processes import SIM, served
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -121,6 +124,66 @@ def test_sim_commands_in_shell_blocks_parse(
         monkeypatch.chdir(ROOT)
         ran = CliRunner().invoke(app, words)
         assert ran.exit_code == 0, f"{where}: sim {' '.join(words)}: {ran.output}"
+
+
+LIVE = {"run", "record", "proxy", "drift"}
+"""Commands that need a key and a live endpoint: run as written against `sim serve` standing in for it."""
+LIVE_COMMANDS = [(where, words) for where, words in COMMANDS if words[0] in LIVE]
+STAND_IN = """name: live-stand-in
+description: Stands in for the live API of the docs' commands; every request gets one text answer.
+prompt: anything
+replies:
+  - content: Python 3.11 is installed.
+"""
+PLACEHOLDER_KEY = "sk-docs-placeholder-0123456789"
+
+
+@pytest.fixture(scope="module")
+def stand_in(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The base URL of `sim serve --cycle` answering every request of either API with one text."""
+    scenario = tmp_path_factory.mktemp("stand-in") / "stand-in.yaml"
+    scenario.write_text(STAND_IN)
+    with served(scenario, "--cycle", "--quiet") as (_, base_url):
+        yield base_url
+
+
+def here(words: list[str], base_url: str) -> list[str]:
+    """The command with the live upstream replaced by the stand-in (and a free port for a proxy)."""
+    words = [
+        base_url if before == "--upstream" else word
+        for before, word in zip(["", *words], words, strict=False)
+    ]
+    if words[0] == "proxy":
+        split = words.index("--") if "--" in words else len(words)
+        words[split:split] = ["--port", "0"]
+    return words
+
+
+@pytest.mark.parametrize(
+    ("where", "words"), LIVE_COMMANDS, ids=[f"{w} sim {' '.join(c)[:40]}" for w, c in LIVE_COMMANDS]
+)
+def test_live_commands_run_against_sim_serve(
+    where: str, words: list[str], stand_in: str, tmp_path: Path
+) -> None:
+    """Each documented command that needs a key and an endpoint runs as written, in a fresh folder holding
+    the bundled files, with the three settings the docs name and its upstream replaced by `sim serve`: it
+    finishes with a verdict, not a usage or configuration error, and writes no key."""
+    for bundled in ("examples", "scenarios"):
+        (tmp_path / bundled).symlink_to(ROOT / bundled)
+    shutil.copytree(ROOT / "cassettes", tmp_path / "cassettes")  # commands write into it
+    environment = {**os.environ, "OPENAI_BASE_URL": stand_in, "OPENAI_API_KEY": PLACEHOLDER_KEY,
+                   "OPENAI_MODEL": "gpt-4o-mini", "PYTHONPATH": str(ROOT)}  # fmt: skip
+    done = subprocess.run(
+        [*SIM, *here(words, stand_in)], cwd=tmp_path, env=environment, stdin=subprocess.DEVNULL,
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    said = f"{where}: sim {' '.join(words)}: {done.stdout}{done.stderr}"
+    assert done.returncode in ((0, 1) if words[0] == "drift" else (0,)), said
+    bundled = {path.relative_to(ROOT) for path in (ROOT / "cassettes").rglob("*")}
+    files = [Path(folder, name) for folder, _, names in os.walk(tmp_path) for name in names]
+    written = [path for path in files if not path.is_symlink() and path.relative_to(tmp_path) not in bundled]
+    assert words[0] not in ("record", "proxy") or written, said  # a recording
+    assert all(PLACEHOLDER_KEY not in path.read_text(errors="replace") for path in written), said
 
 
 def test_every_page_has_commands_checked() -> None:

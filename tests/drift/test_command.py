@@ -179,7 +179,9 @@ def test_the_output_the_docs_show_is_what_the_command_prints(
     live: Simulator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     shown = re.search(
-        r"^```text\n\$ sim (drift .*?)\n(.*?)^```", (ROOT / "docs" / "drift.md").read_text(), re.S | re.M
+        r"^```text\n\$ OPENAI_API_KEY=\S+ sim (drift .*?)\n(.*?)^```",
+        (ROOT / "docs" / "drift.md").read_text(),
+        re.S | re.M,
     )
     assert shown is not None
     monkeypatch.chdir(ROOT)

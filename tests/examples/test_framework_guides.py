@@ -131,19 +131,30 @@ def test_the_marker_records_every_framework_again_into_fresh_cassettes(tmp_path:
     assert all(MARKED_KEY not in path.read_text() for path in written)
 
 
-ALLOWED = {
-    "openai-agents": ["ModelBehaviorError", "ModelRefusalError"],
-    "pydantic-ai": ["UnexpectedModelBehavior", "ContentFilterError"],
-}
-VERDICTS = [
-    ("agents_weather:run", ALLOWED["openai-agents"], None),
-    ("agents_weather:run_chat", ALLOWED["openai-agents"], None),
-    ("pydantic_ai_weather:run", ALLOWED["pydantic-ai"], None),
+def guide_fuzz_commands() -> dict[str, list[str]]:
+    """Each `sim fuzz --target examples.frameworks.X` of the framework guide: its target and `--allow`s."""
+    text = (ROOT / "docs" / "frameworks.md").read_text()
+    commands: dict[str, list[str]] = {}
+    for line in re.findall(r"^sim fuzz --target examples\.frameworks\.(.*)$", text, flags=re.M):
+        target, *words = line.split("#")[0].split()
+        assert all(word == "--allow" for word in words[::2]), line  # the guide's options are allows
+        commands.setdefault(target, words[1::2])
+    return commands
+
+
+FINDINGS = {
     # the guide's finding: a call whose arguments are not JSON (a non-strict function's, as the API can
     # send) lands in langchain's `invalid_tool_calls`; the loop over `tool_calls` answers the others only,
     # and the API refuses the next request
-    ("langchain_weather:run", [], ("pairing", "missing tool results for ids")),
-]
+    "langchain_weather:run": ("pairing", "missing tool results for ids"),
+}
+VERDICTS = [(target, allowed, FINDINGS.get(target)) for target, allowed in guide_fuzz_commands().items()]
+"""The guide's fuzz commands, run as it shows them: each passes but the ones with a finding."""
+
+
+def test_the_guide_fuzzes_each_framework() -> None:
+    targets = {target.split("_weather")[0] for target, _, _ in VERDICTS}
+    assert targets >= {"agents", "pydantic_ai", "langchain"} and set(FINDINGS) <= {t for t, _, _ in VERDICTS}
 
 
 @pytest.mark.parametrize(("target", "allowed", "finding"), VERDICTS, ids=[v[0] for v in VERDICTS])
