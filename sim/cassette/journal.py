@@ -321,6 +321,14 @@ def _interactions(reader: _Reader, compact: bool) -> Iterator[dict[str, Any]]:
         }
 
 
+def same_file(path: Path, other: Path) -> bool:
+    """Whether two existing paths are one file (through links of either kind, or resolved alike)."""
+    try:
+        return path.resolve() == other.resolve() or os.path.samefile(path, other)
+    except OSError:
+        return False
+
+
 def write_recovered(
     journal: Path,
     cassette: Path,
@@ -334,6 +342,8 @@ def write_recovered(
     that extend earlier ones stay references); a last line cut short, and lines that hold no whole exchange,
     are left out. `CassetteError`, the journal untouched, when there is nothing to write or it cannot be
     written (a full disk)."""
+    if cassette.exists() and same_file(cassette, journal):
+        raise CassetteError(f"{cassette}: is the journal itself; write the cassette elsewhere")
     reader = _Reader(journal, line_limit)
     try:
         if not reader.offsets:

@@ -195,6 +195,16 @@ def _temporary_beside(path: Path) -> tuple[int, str]:
 def _replace(temporary: str, path: Path) -> None:
     os.chmod(temporary, 0o666 & ~_umask())  # mkstemp makes it private; a cassette is an ordinary file
     os.replace(temporary, path)
+    try:  # the new name on disk too, not only the text (what it replaces may be removed next: a journal)
+        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(folder)
+    except OSError:
+        pass  # a file system that cannot sync a folder has nothing more to do
+    finally:
+        os.close(folder)
 
 
 def write_atomically(path: Path, text: str) -> None:
@@ -203,9 +213,9 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 def write_pieces(path: Path, pieces: Iterable[str], *, refuse: Callable[[str], bool] | None = None) -> int:
-    """Write `pieces` one after the other into a temporary file beside `path`, then rename it over `path`:
-    all or nothing, holding one piece at a time. `CassetteError` (and no file) when `refuse` says a piece
-    must not be written. The number of bytes written."""
+    """Write `pieces` one after the other into a temporary file beside `path`, fsync it, then rename it over
+    `path` (and fsync the folder): all or nothing, holding one piece at a time. `CassetteError` (and no
+    file) when `refuse` says a piece must not be written. The number of bytes written."""
     handle, temporary = _temporary_beside(path)
     written = 0
     try:

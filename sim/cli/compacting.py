@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from sim.cassette.compact import compacted, expanded, expanded_rest
-from sim.cassette.journal import SUFFIX, write_recovered
+from sim.cassette.journal import SUFFIX, same_file, write_recovered
 from sim.cassette.reader import load_data
 from sim.cassette.writer import cassette_pieces, write_pieces
 from sim.cli.terminal import err, out, usage_error
@@ -84,14 +84,19 @@ def recover(
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing cassette.")] = False,
 ) -> None:
     """Make a cassette of the exchanges a recording (`sim record`, `sim proxy`) finished before it was
-    stopped, then remove the journal. The session's `sim:` block was never written: replay the result
-    with `sim serve`, or convert it (`sim convert`)."""
+    stopped, then remove the journal (once the cassette is on disk; never when it would be the cassette).
+    The session's `sim:` block was never written: replay the result with `sim serve`, or convert it
+    (`sim convert`)."""
     if not journal.is_file():
         raise usage_error(f"no such file: {journal}")
     if output is None:
         if journal.suffix != SUFFIX:
             raise usage_error(f"{journal}: not named CASSETTE{SUFFIX}; say where to write (--output)")
         output = journal.with_suffix("")
+    if output.is_dir():
+        raise usage_error(f"{output}: is a folder; name the cassette file to write (--output)")
+    if output.exists() and same_file(output, journal):
+        raise usage_error(f"{output}: is the journal itself; write the cassette elsewhere (--output)")
     if output.exists() and not force:
         raise usage_error(f"cassette exists: {output} (use --force to overwrite it)")
     try:
@@ -103,7 +108,7 @@ def recover(
         err.print(f"{journal}: its last exchange was cut short and is left out", markup=False)
     if recovered.skipped:
         err.print(f"{journal}: skipped {_lines(recovered.skipped)}", markup=False)
-    journal.unlink()
+    journal.unlink()  # only now: the cassette is written and fsynced, and is another file
     out.print(f"recovered {counted(recovered.count, 'exchange')} into {output}", markup=False)
 
 

@@ -5,6 +5,7 @@ into a cassette by `sim recover`, or refused in one line when it is damaged."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import tracemalloc
 from dataclasses import replace
@@ -273,3 +274,42 @@ def test_a_huge_line_is_skipped_without_being_read_whole(tmp_path: Path) -> None
     assert (recovered.count, recovered.torn, len(recovered.skipped)) == (2, True, 1)
     assert "line 3" in recovered.skipped[0] and f"{limit:,}" in recovered.skipped[0]
     assert peak < 3 * limit, peak
+
+
+def test_recover_never_destroys_its_journal(tmp_path: Path) -> None:
+    journal = crashed(tmp_path)
+    kept = journal.read_bytes()
+    (tmp_path / "link.yaml").symlink_to(journal.name)
+    os.link(journal, tmp_path / "hard.yaml")
+    (tmp_path / "folder").mkdir()
+    for output in (journal, tmp_path / "link.yaml", tmp_path / "hard.yaml", tmp_path / "folder"):
+        done = recover(str(journal), "-o", str(output), "--force")
+        assert done.exit_code == 2 and done.stderr.count("\n") == 1, (output, done.stderr)
+        assert "journal itself" in done.stderr or "is a folder" in done.stderr
+        assert journal.read_bytes() == kept and done.stdout == ""
+    with pytest.raises(CassetteError, match="the journal itself"):
+        write_recovered(journal, tmp_path / "hard.yaml")
+    assert journal.read_bytes() == kept
+
+
+def test_recover_removes_the_journal_only_once_the_cassette_is_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = crashed(tmp_path)
+    events: list[str] = []
+    fsync, unlink = os.fsync, Path.unlink
+
+    def synced(fd: int) -> None:
+        fsync(fd)
+        events.append(f"fsync {os.readlink(f'/proc/self/fd/{fd}')}")
+
+    def removed(path: Path, missing_ok: bool = False) -> None:
+        unlink(path, missing_ok)
+        events.append(f"unlink {path}")
+
+    monkeypatch.setattr(os, "fsync", synced)
+    monkeypatch.setattr(Path, "unlink", removed)
+    assert recover(str(journal)).exit_code == 0
+    assert events[-1] == f"unlink {journal}"
+    assert f"fsync {tmp_path}" in events  # the folder: the cassette's new name is on disk too
+    assert any(event.startswith(f"fsync {tmp_path}/.c.yaml.") for event in events)  # its text
