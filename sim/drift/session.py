@@ -6,6 +6,7 @@ results no longer answer the live calls) or at an error."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -46,6 +47,9 @@ class ConversationDrift:
     turns: list[TurnDrift] = field(default_factory=list)
     recorded_turns: int = 0
     stopped: str | None = None
+    unanswered: str | None = None
+    """Why a turn was not answered (an HTTP error, no reply, a reply too large): the question was not asked
+    through, so the live conversation is no recording of the model."""
     exchanges: list[WrittenExchange] = field(default_factory=list)
     """What was sent and what came back, for `--rerecord` (no credential among the headers)."""
 
@@ -81,14 +85,32 @@ class FileDrift:
         return max((c.worst for c in self.conversations), key=order.index, default=Drift.same)
 
 
+MAX_REPLY_BYTES = 32 * 1024 * 1024
+"""The most a live reply may hold, counted as it streams in (half what the cassette reader takes of a body,
+so a re-recording reads back; a long streamed reply of the largest models is a few MiB)."""
+REPLY_SECONDS = 600.0
+"""The longest a live reply may take from the request to its last byte (the OpenAI SDK's own default)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Upstream:
     """Where and how to ask: the base URL (`https://api.openai.com/v1`), the credential headers (never
-    written or shown), and the HTTP client (a test's in-process transport, or the network)."""
+    written or shown), the HTTP client (a test's in-process transport, or the network), and the bounds of
+    one reply: its size in bytes and its time in seconds, the whole of it."""
 
     base_url: str
     headers: Mapping[str, str]
     client: httpx2.AsyncClient
+    max_reply_bytes: int = MAX_REPLY_BYTES
+    deadline: float = REPLY_SECONDS
+
+
+@dataclass(frozen=True, slots=True)
+class Unanswered:
+    """A request that got no whole reply: the upstream could not be reached, took too long, or sent more
+    than a reply may hold."""
+
+    why: str
 
 
 def usage_sum(total: Usage, usage: Usage | None) -> Usage:
@@ -206,10 +228,17 @@ async def _ask_again(
         budget -= 1
         result.requests += 1
         response = await _send(upstream, exchange, sent, result)
-        asked.exchanges.append(_written(exchange, upstream, sent, response))
         recorded = summary(was.reply, refused=was.refused)
+        if isinstance(response, Unanswered):
+            asked.unanswered = f"turn {turn}: {response.why}"
+            compared = Compared(Drift.breaking, f"no reply: {response.why}")
+            asked.turns.append(TurnDrift(turn, exchange.interaction.index, recorded, "(no reply)", compared))
+            asked.stopped = _stopped(turn, conversation)
+            return budget
+        asked.exchanges.append(_written(exchange, upstream, sent, response))
         if response.status >= 400:
             said = _error_text(response)
+            asked.unanswered = f"turn {turn}: HTTP {response.status}: {said}"
             compared = Compared(Drift.breaking, f"an error: HTTP {response.status}: {said}")
             asked.turns.append(
                 TurnDrift(turn, exchange.interaction.index, recorded, f"HTTP {response.status}", compared)
@@ -258,19 +287,40 @@ def _body(exchange: Exchange) -> dict[str, Any]:
     return body
 
 
-async def _send(upstream: Upstream, exchange: Exchange, body: bytes, result: FileDrift) -> RecordedResponse:
+async def _send(
+    upstream: Upstream, exchange: Exchange, body: bytes, result: FileDrift
+) -> RecordedResponse | Unanswered:
+    """The upstream's reply, read as it streams in, within the reply's bounds of size and time."""
     url = upstream.base_url.rstrip("/") + exchange.codec.endpoint
     headers = {"content-type": "application/json", **upstream.headers}
     started = time.perf_counter()
     try:
-        response = await upstream.client.post(url, content=body, headers=headers)
+        async with asyncio.timeout(upstream.deadline):
+            return await _read(upstream, url, body, headers)
+    except TimeoutError:
+        return Unanswered(f"no whole reply within {upstream.deadline:g} s")
     except httpx2.HTTPError as error:
+        return Unanswered(f"the upstream cannot be reached: {type(error).__name__}")
+    finally:
         result.upstream_seconds += time.perf_counter() - started
-        message = {"error": {"message": f"the upstream cannot be reached: {type(error).__name__}"}}
-        return RecordedResponse(599, "unreachable", {}, dumps(message))
-    result.upstream_seconds += time.perf_counter() - started
+
+
+async def _read(
+    upstream: Upstream, url: str, body: bytes, headers: dict[str, str]
+) -> RecordedResponse | Unanswered:
+    async with upstream.client.stream("POST", url, content=body, headers=headers) as response:
+        chunks, size = [], 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > upstream.max_reply_bytes:
+                return Unanswered(f"the reply holds more than {_bytes(upstream.max_reply_bytes)}")
+            chunks.append(chunk)
     shown = {name.lower(): [value] for name, value in response.headers.items()}
-    return RecordedResponse(response.status_code, response.reason_phrase, shown, response.content)
+    return RecordedResponse(response.status_code, response.reason_phrase, shown, b"".join(chunks))
+
+
+def _bytes(size: int) -> str:
+    return f"{size // 1024**2} MiB" if size % 1024**2 == 0 else f"{size} bytes"
 
 
 def _error_text(response: RecordedResponse) -> str:
