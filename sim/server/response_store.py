@@ -1,15 +1,17 @@
 """The responses a Responses API endpoint keeps for `previous_response_id` chains: each as a view of a list
 of messages shared along its chain (a chain of 6,000 requests holds one list, each message once, and
 continuing a response costs what the request adds, not the conversation again), forgotten least recently
-used first past a limit in bytes. A list's messages count once, and are let go with its last kept view: a
-conversation that outgrows the limit cannot be continued, as for any response the API does not have."""
+used first past a limit in bytes of memory. A list's messages count once, and are let go with its last kept
+view: a conversation that outgrows the limit is forgotten whole, its newest response too, and cannot be
+continued, as for any response the API does not have."""
 
 from __future__ import annotations
 
 import itertools
+import sys
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sim.core.messages import AssistantMessage, ChatMessage, SharedPrefix, TextItem, ToolMessage
 
@@ -19,34 +21,41 @@ _MESSAGE_BYTES = 500
 """What a message costs beyond its text (the model object, its dict and strings), as measured."""
 _PART_BYTES = 600
 """What each tool call, reasoning or text item of a reply costs beyond its text."""
+_EMPTY_TEXT = sys.getsizeof("")
+
+
+def _text(text: str) -> int:
+    """What `text` weighs beyond an empty string: its length in ASCII, up to 4 bytes a character beyond."""
+    return sys.getsizeof(text) - _EMPTY_TEXT
 
 
 def _size(message: ChatMessage) -> int:
-    size = _MESSAGE_BYTES + len(getattr(message, "content", None) or "")
+    size = _MESSAGE_BYTES + _text(getattr(message, "content", None) or "")
     if isinstance(message, AssistantMessage):
         size += sum(
-            _PART_BYTES + len(call.arguments) + len(call.name) + len(call.id) for call in message.tool_calls
+            _PART_BYTES + _text(call.arguments) + _text(call.name) + _text(call.id)
+            for call in message.tool_calls
         )
         size += sum(
             _PART_BYTES
-            + len(item.encrypted_content or "")
-            + sum(map(len, item.summary))
-            + sum(map(len, item.content))
+            + _text(item.encrypted_content or "")
+            + sum(map(_text, item.summary))
+            + sum(map(_text, item.content))
             for item in message.reasoning
         )
-        size += sum(_PART_BYTES + len(item.text) for item in message.items if isinstance(item, TextItem))
+        size += sum(_PART_BYTES + _text(item.text) for item in message.items if isinstance(item, TextItem))
     elif isinstance(message, ToolMessage):
-        size += len(message.tool_call_id)
+        size += _text(message.tool_call_id)
     return size
 
 
 @dataclass(slots=True)
 class _Shared:
-    """A list that kept conversations are views of: how much of it they see, what that weighs, how many."""
+    """A list that kept conversations are views of: how much of it they see, what that weighs, which."""
 
     counted: int = 0
     size: int = 0
-    views: int = 0
+    views: set[str] = field(default_factory=set)
 
 
 class ResponseStore:
@@ -81,19 +90,31 @@ class ResponseStore:
 
     def put(self, response_id: str, conversation: Sequence[ChatMessage]) -> None:
         """Keep `response_id`, ending `conversation` (its reply last): best a view that extends the one it
-        continues, so that only what it adds is counted."""
+        continues, so that only what it adds is counted. Past the limit the least recently used responses
+        are forgotten until the messages still held fit it: a conversation larger than the limit goes whole
+        at once (every response of it, this one too), before any other is touched."""
+        self._forget(response_id)
         view = conversation if isinstance(conversation, SharedPrefix) else SharedPrefix(list(conversation))
         shared = self._lists.setdefault(id(view.shared), _Shared())
         if len(view) > shared.counted:
             added = sum(map(_size, itertools.islice(view.shared, shared.counted, len(view))))
             shared.counted, shared.size = len(view), shared.size + added
             self.bytes += added
-        shared.views += 1
+        shared.views.add(response_id)
         self._kept[response_id] = view
-        while self.bytes > self.limit_bytes and len(self._kept) > 1:
-            _, dropped = self._kept.popitem(last=False)
-            left = self._lists[id(dropped.shared)]
-            left.views -= 1
-            if left.views == 0:
-                del self._lists[id(dropped.shared)]
-                self.bytes -= left.size
+        if shared.size > self.limit_bytes:
+            for kept in list(shared.views):
+                self._forget(kept)
+        while self.bytes > self.limit_bytes:
+            self._forget(next(iter(self._kept)))
+
+    def _forget(self, response_id: str) -> None:
+        """Forget `response_id` (if kept), and its list's messages with the last response that sees them."""
+        dropped = self._kept.pop(response_id, None)
+        if dropped is None:
+            return
+        left = self._lists[id(dropped.shared)]
+        left.views.discard(response_id)
+        if not left.views:
+            del self._lists[id(dropped.shared)]
+            self.bytes -= left.size

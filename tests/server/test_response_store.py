@@ -1,5 +1,6 @@
 """The Responses store: each response a view of a list shared along its chain (each message held once);
-bounded in bytes, the least recently used forgotten first, a list let go with its last view."""
+bounded in bytes of memory, the least recently used forgotten first, a list let go with its last view (a
+conversation past the limit whole)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import openai
 import yaml
+from openai import AsyncOpenAI
 
 from sim.core.messages import (
     AssistantMessage,
@@ -21,6 +24,7 @@ from sim.core.messages import (
 from sim.scenario import load_scenario
 from sim.server import Simulator
 from sim.server.response_store import ResponseStore
+from tests.server.in_process import talk
 
 CALL = {"tool_calls": [{"name": "lookup", "arguments": {"city": "Paris"}}]}
 
@@ -66,18 +70,28 @@ def test_the_least_recently_used_is_forgotten_past_the_limit_and_a_chain_to_it_i
 
 
 def test_a_conversation_that_outgrows_the_limit_is_let_go_whole() -> None:
-    """Its messages are held while any response of it is kept: forgetting only its oldest responses frees
-    nothing, so the store goes on, least recently used first, down to the newest response (always kept),
-    and lets the list go with that one."""
+    """Its messages are held while any response of it is kept, so forgetting only its oldest responses
+    would free nothing: past the limit it goes whole, its newest response too, and a smaller conversation
+    kept beside it stays. Within the limit, each message is counted once."""
     store = ResponseStore(limit_bytes=32_000)
     store.put("other", [UserMessage(content="y" * 5_000)])
     store.put("r0", [UserMessage(content="x" * 8_000)])
-    for n in range(1, 4):
+    for n in range(1, 3):
         store.put(f"r{n}", _continued(store, f"r{n - 1}", "x" * 8_000))
-    assert len(store) == 1 and store.conversation("r3") is not None
-    assert store.bytes == 4 * 8_500 and store.messages_held == 4  # each message counted once
-    store.put("after", [UserMessage(content="z")])
-    assert len(store) == 1 and store.conversation("r3") is None and store.bytes == 501
+    assert len(store) == 4 and store.messages_held == 4 and store.bytes == 5_500 + 3 * 8_500
+    store.put("r3", _continued(store, "r2", "x" * 8_000))
+    assert [r for r in ("other", "r0", "r1", "r2", "r3") if store.conversation(r) is not None] == ["other"]
+    assert store.bytes == 5_500 and store.messages_held == 1
+
+
+def test_one_response_larger_than_the_limit_is_not_kept_and_text_counts_what_it_weighs() -> None:
+    """Text is counted as Python holds it: a character outside Latin-1 weighs 2 or 4 bytes, so 8,000 emoji
+    are past a 16,000-byte limit where 8,000 ASCII letters are not."""
+    store = ResponseStore(limit_bytes=16_000)
+    store.put("ascii", [UserMessage(content="x" * 8_000)])
+    store.put("emoji", [UserMessage(content="\U0001f600" * 8_000)])
+    assert store.conversation("emoji") is None and store.conversation("ascii") is not None
+    assert store.bytes == 8_500 and len(store) == 1
 
 
 def test_a_long_chain_holds_each_message_once(tmp_path: Path) -> None:
@@ -124,3 +138,41 @@ def test_a_long_chain_holds_each_message_once(tmp_path: Path) -> None:
     last = views[-1]
     assert len(last) == 1 + 2 * requests - 1 and last[0] == SystemMessage(content="Be brief.")
     assert not any(isinstance(m, ToolMessage) and m.tool_call_id == "call_nobody" for m in last)
+
+
+def test_a_chain_past_the_limit_is_forgotten_and_its_continuation_gets_the_apis_error(tmp_path: Path) -> None:
+    """A store limit (256 KiB here, `sim serve --store-limit` in MiB) and a client chaining requests of 25 kB,
+    starting a new chain when the one it continues is forgotten: the store never holds more than its limit
+    (it held every turn of one chain, past any limit), and a request reaching a forgotten turn gets the
+    API's error."""
+    limit, requests, size = 2**18, 30, 25_000
+    path = tmp_path / "chain.yaml"
+    path.write_text(yaml.safe_dump({"replies": [{"content": "ok"}] * requests}))
+    sim = Simulator(load_scenario(path), store_limit=limit, keep_requests=False)
+    store = sim.responses.store
+
+    async def chain(client: AsyncOpenAI) -> tuple[list[tuple[int, int]], list[tuple[str, Any]]]:
+        held, refused, previous = [], [], None
+        for number in range(requests):
+            text = f"{number} " + "x" * size
+            try:
+                response = await client.responses.create(model="m", input=text, previous_response_id=previous)
+            except openai.BadRequestError as error:
+                assert previous is not None
+                refused.append((previous, error))
+                response = await client.responses.create(model="m", input=text)
+            previous = response.id
+            held.append((store.bytes, store.messages_held))
+        return held, refused
+
+    held, refused = talk(sim, chain)
+    assert max(weight for weight, _ in held) <= limit
+    assert max(messages for _, messages in held) <= 2 * limit // size
+    assert refused, "the chain outgrew the limit and was never forgotten"
+    for previous, error in refused:
+        assert error.status_code == 400 and error.body == {
+            "message": f"Previous response with id '{previous}' not found.",
+            "type": "invalid_request_error",
+            "param": "previous_response_id",
+            "code": "previous_response_not_found",
+        }
