@@ -37,6 +37,9 @@ FRONTIER = 16
 
 COMPACT_MARK = re.compile(r"^  compact: true$", re.MULTILINE)
 """How a compact file says so in its `sim:` block (cheap to look for before reading the file)."""
+ONLY_COMPACT = re.compile(rb"sim:[ \t]*\r?\n  compact: true[ \t]*\r?(?:\n(?![ \t])|\Z)")
+"""A `sim:` block that says only that the file is compact: the block `sim compact` (or `--compact`) gives a
+cassette `sim record` did not write, which it leaves anyone's (no session, nothing for `sim replay`)."""
 _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from sim.adapters.apis import ENDPOINTS, connect_model
 from sim.cassette.answering import Miss, RecordedAnswers
+from sim.cassette.compact import ONLY_COMPACT
 from sim.cassette.reader import Cassette, RecordedInteraction, read_cassette
 from sim.cassette.session import RecordedSession, echoed_results, result_from_text
 from sim.core.approval import AllowAllApprover
@@ -95,13 +96,15 @@ _CHUNK = 1 << 20
 
 def has_sim_block(path: Path) -> bool:
     """Whether the YAML file at `path` has a top-level `sim:` key (what `sim record` writes, and what a
-    replay needs), found by scanning its bytes rather than parsing them; False where it cannot be read."""
+    replay needs; one that says only that the file is compact is not a session's), found by scanning its
+    bytes rather than parsing them; False where it cannot be read."""
     try:
         with path.open("rb") as file:
             tail = b"\n"
             while chunk := file.read(_CHUNK):
-                if _SIM_KEY in tail + chunk:
-                    return True
+                if (found := (tail + chunk).find(_SIM_KEY)) >= 0:
+                    file.seek(file.tell() - len(chunk) - len(tail) + found + 1)
+                    return not ONLY_COMPACT.match(file.read(64))
                 tail = chunk[-len(_SIM_KEY) :]
     except OSError:
         return False

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from sim.cassette import compact
+from sim.cassette import compact, replay
 from sim.cassette.compact import compact_data, expand_data
 from sim.cassette.reader import load_data, read_cassette
 from sim.cassette.replay import replay_cassette
@@ -316,3 +316,66 @@ def test_convert_refuses_to_write_more_than_its_limit_and_writes_nothing(
     result = CliRunner().invoke(app, ["convert", str(path), "-o", str(tmp_path / "s.yaml")])
     assert result.exit_code == 0, result.output
     assert len(list(tmp_path.glob("s*.yaml"))) == 41
+
+
+def _stays_foreign(pytester: pytest.Pytester, foreign: Path) -> None:
+    """`sim compact` then `sim expand` of anyone's cassette, beside one `sim record` wrote, in a folder of
+    cassette items: the foreign one is never an item (it has no session to replay), the other always is, and
+    expanding gives the foreign one's data back with no `sim:` block."""
+    folder = pytester.mkdir("recorded")
+    original = load_data(foreign)
+    (folder / "theirs.yaml").write_text(foreign.read_text())
+    (folder / "ours.yaml").write_text((ROOT / "cassettes" / "echo-42.yaml").read_text())
+    files = [str(folder / "theirs.yaml"), str(folder / "ours.yaml")]
+    done = CliRunner().invoke(app, ["compact", *files])
+    assert done.exit_code == 0, done.output
+    assert read_cassette(folder / "theirs.yaml").compact and read_cassette(folder / "ours.yaml").compact
+    result = pytester.runpytest("--sim-cassettes=recorded", "-v", "-p", "no:randomly")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*recorded/ours.yaml::ours PASSED*"])
+    assert "theirs.yaml" not in result.stdout.str()
+    done = CliRunner().invoke(app, ["expand", *files])
+    assert done.exit_code == 0, done.output
+    assert load_data(folder / "theirs.yaml") == original and "sim" not in original
+
+
+def test_anyone_s_cassette_stays_foreign_through_compact_and_expand(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    hi, hello = message("user", "Hi"), message("assistant", "Hello")
+    data = _conversation(
+        {"model": "m", "messages": [hi]}, {"model": "m", "messages": [hi, hello, message("user", "And?")]}
+    )
+    built = tmp_path / "built.yaml"
+    built.write_text(yaml.safe_dump(data))
+    _stays_foreign(pytester, built)
+
+
+@needs_corpus
+def test_a_real_cassette_stays_foreign_through_compact_and_expand(pytester: pytest.Pytester) -> None:
+    (real,) = [path for path in real_cassettes() if path.name.startswith("pydantic-ai__")]
+    _stays_foreign(pytester, real)
+
+
+@pytest.mark.parametrize("chunk", [7, 1 << 20], ids=["small-reads", "one-read"])
+@pytest.mark.parametrize(
+    ("text", "session"),
+    [
+        ("interactions: []\nsim:\n  compact: true\nversion: 1\n", False),
+        ("interactions: []\nversion: 1\nsim:\n  compact: true\n", False),
+        ("interactions: []\nversion: 1\nsim:\r\n  compact: true", False),
+        ("sim:\n  compact: true\ninteractions: []\n", False),
+        ("interactions: []\nsim:\n  compact: true\n  prompt: hi\n", True),
+        ("interactions: []\nsim:\n  prompt: hi\n  compact: true\n", True),
+        ("interactions: []\nsim:\n  prompt: hi\n", True),
+        ("interactions: []\nversion: 1\n", False),
+    ],
+    ids=["mark", "mark-last", "crlf", "mark-first", "compact-first", "compact-last", "session", "none"],
+)
+def test_a_sim_block_saying_only_compact_is_no_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, session: bool, chunk: int
+) -> None:
+    monkeypatch.setattr(replay, "_CHUNK", chunk)
+    path = tmp_path / "cassette.yaml"
+    path.write_text(text, newline="")
+    assert replay.has_sim_block(path) is session
