@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -65,6 +66,9 @@ def drift(
             "--rerecord", help="Write a fresh cassette of each drifted file's live conversation here."
         ),
     ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Let --rerecord overwrite existing files (inputs included).")
+    ] = False,
     prices: Annotated[
         Path | None,
         typer.Option("--prices", help="YAML or JSON: model -> \\[input, output] dollars per million tokens."),
@@ -84,17 +88,18 @@ def drift(
     except ConfigurationError as error:
         raise usage_error(str(error)) from None
     files = files_given(paths)
+    targets = _rerecord_targets(files, rerecord, force) if rerecord is not None else {}
     scrubber = Scrubber(credentials.secrets)
     results = asyncio.run(_all(files, upstream, credentials.headers, max_requests, concurrency, api))
-    if rerecord is not None:
-        _rerecord(results, rerecord, credentials.secrets)
-    write_report_if_asked(report, lambda: _page(results, scrubber))
     if as_json:
         print_json(scrubber.value(_as_json(results, table)))
     else:
         for result in results:
             _tell(result, scrubber)
         _summary(results, table)
+    write_report_if_asked(report, lambda: _page(results, scrubber))
+    if rerecord is not None and not _rerecord(results, targets, credentials.secrets):
+        raise typer.Exit(2)
     if any(result.worst is Drift.breaking for result in results):
         raise typer.Exit(1)
 
@@ -244,24 +249,69 @@ def _as_json(results: list[FileDrift], table: dict[str, tuple[float, float]]) ->
     return {"files": files, "summary": totals}
 
 
-def _rerecord(results: list[FileDrift], folder: Path, secrets: tuple[str, ...]) -> None:
-    """A cassette of the live conversation of each drifted file, up to its first breaking turn; the files
-    whose drift breaks the recording are listed: they need a real re-recording with the program."""
-    folder.mkdir(parents=True, exist_ok=True)
+def _rerecord_targets(files: list[Path], folder: Path, force: bool) -> dict[str, Path]:
+    """Where `--rerecord` writes each input's fresh cassette (by the input's path), before anything is
+    asked: a usage error where two inputs share a name, where a cassette would overwrite a file (an input
+    among them) without `--force`, or where the folder cannot be made or written."""
+    where = f"--rerecord {visible(str(folder))}"
+    if folder.exists() and not folder.is_dir():
+        raise usage_error(f"{where}: not a folder")
+    named: dict[str, Path] = {}
+    for file in files:
+        if (other := named.setdefault(file.name, file)).resolve() != file.resolve():
+            both = f"{visible(str(other))} and {visible(str(file))}"
+            raise usage_error(f"{where}: {both} would both be written to {visible(str(folder / file.name))}")
+    targets = {str(file): folder / file.name for file in files}
+    existing = [target for target in targets.values() if target.exists() or target.is_symlink()]
+    if existing and not force:
+        inputs = {file.resolve() for file in files}
+        first, more = existing[0], f" (and {len(existing) - 1} more)" if len(existing) > 1 else ""
+        what = "the input " if first.resolve() in inputs else ""
+        raise usage_error(
+            f"{where}: would overwrite {what}{visible(str(first))}{more} (use --force to overwrite)"
+        )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise usage_error(f"{where}: cannot make it: {error.strerror or type(error).__name__}") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise usage_error(f"{where}: cannot write into it (read-only)")
+    return targets
+
+
+def _rerecord(results: list[FileDrift], targets: dict[str, Path], secrets: tuple[str, ...]) -> bool:
+    """A cassette of the live conversation of each drifted file, up to its first breaking turn, at its
+    target; none for a file whose questions were not all answered (an error, no reply: that is no
+    recording of the model), which is said. The files whose drift breaks the recording are listed: they
+    need a real re-recording with the program. False when a cassette could not be written (one line)."""
+    written = True
     for result in results:
         if result.worst is Drift.same or result.problem is not None:
             continue
-        target = folder / Path(result.path).name
+        unanswered = next((c.unanswered for c in result.conversations if c.unanswered), None)
+        if unanswered is not None:
+            said = f"{result.path}: the live API did not answer {unanswered}"
+            err.print(f"not re-recorded: {visible(said)}", markup=False)
+            continue
+        target = targets[result.path]
         exchanges = [exchange for conversation in result.conversations for exchange in conversation.exchanges]
         try:
             write_cassette(target, exchanges, sim=None, secrets=secrets)
         except CassetteError as error:
             err.print(f"! {target}: {error}", markup=False)
+            written = False
+            continue
+        except OSError as error:
+            said = f"cannot write {target}: {error.strerror or type(error).__name__}"
+            err.print(f"error: {visible(said)}", markup=False)
+            written = False
             continue
         err.print(f"wrote {target} ({counted(len(exchanges), 'exchange')})", markup=False)
-    broken = [result.path for result in results if result.worst is Drift.breaking]
-    for path in broken:
-        err.print(f"needs a real re-recording with your program: {visible(path)}", markup=False)
+    for result in results:
+        answered = result.problem is None and not any(c.unanswered for c in result.conversations)
+        if result.worst is Drift.breaking and answered:
+            err.print(f"needs a real re-recording with your program: {visible(result.path)}", markup=False)
+    return written
 
 
 def _page(results: list[FileDrift], scrubber: Scrubber) -> Report:
