@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-
 from sim.core.calls import CallRef
 from sim.core.events import (
     ModelReplied,
@@ -14,18 +12,9 @@ from sim.core.events import (
     TurnStarted,
 )
 from sim.core.outcome import outcome_of
+from sim.core.untrusted import visible as visible  # the rule, where its first callers found it
 
 _PREVIEW_CHARS = 200
-
-
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def visible(text: str) -> str:
-    """`text` with every control character written out (`\\x1b`, `\\u202e`), so that what a recording or
-    scenario says can be printed to a terminal without acting on it (no escape sequence sets a title,
-    writes the clipboard, erases or hides a line, or turns text around)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
 
 
 def preview(text: str, limit: int = _PREVIEW_CHARS) -> str:
@@ -55,16 +44,19 @@ def describe(event: RunEvent) -> list[str]:
         lines = []
         if message.content is not None:
             lines.append(f"  assistant: {preview(message.content)}")
-        lines += [f"  call {call.id}: {call.name} {preview(call.arguments)}" for call in message.tool_calls]
+        lines += [
+            f"  call {visible(call.id)}: {visible(call.name)} {preview(call.arguments)}"
+            for call in message.tool_calls
+        ]
         if message.content is None and not message.tool_calls:
             lines.append("  assistant: (no content)")
         if event.reply.finish_reason not in ("stop", "tool_calls"):
             lines.append(f"  finish_reason: {event.reply.finish_reason}")
         return lines
     if isinstance(event, ToolCallApproved) and not event.decision.allowed:
-        return [f"  denied {event.call.id}: {preview(event.decision.reason)}"]
+        return [f"  denied {visible(event.call.id)}: {preview(event.decision.reason)}"]
     if isinstance(event, ToolCallFinished):
-        return [f"  result {event.call.id}: {preview(event.result.content)}"]
+        return [f"  result {visible(event.call.id)}: {preview(event.result.content)}"]
     if isinstance(event, RunEnded):
         if event.result is not None:
             return [f"completed in {turns(event.result.turns)}: {preview(event.result.final_text)}"]

@@ -2,8 +2,9 @@
 as a timeline (open when it failed), a replay's divergence side by side with the differing line marked,
 and a fuzz counterexample with the command that reproduces it.
 
-Rendered by Jinja2 with autoescaping on: recorded text is untrusted, so it is only ever text. The page
-fetches nothing: styles are inline and there is no script.
+Rendered by Jinja2 with autoescaping on: recorded text is untrusted, so it is only ever text, and every
+value shown has its unseen characters written out first (`visible`: no zero-width space, bidi override or
+line separator hides in a tool name). The page fetches nothing: styles are inline and there is no script.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from sim.core.json_text import loads
 from sim.core.transcript import counted
+from sim.core.untrusted import visible
 
 _ERROR_CODE = re.compile(r"Error \[([A-Za-z0-9_]+)\]")
 _CALL = re.compile(r"^(\s*(?:[=+] )?(?:assistant )?calls? \S+: \S+) (.*)$")
@@ -156,9 +158,15 @@ def bars(counts: Counter[str]) -> list[tuple[str, int, int]]:
     return [(label, count, round(100 * count / top)) for label, count in counts.most_common()]
 
 
+def _shown(value: Any) -> Any:
+    """What a page shows of a value: text with its unseen characters written out (then escaped)."""
+    return visible(value) if isinstance(value, str) else value
+
+
 _ENVIRONMENT = Environment(
     loader=FileSystemLoader(Path(__file__).parent),
     autoescape=select_autoescape(default=True),
+    finalize=_shown,
     auto_reload=False,
 )
 

@@ -3,13 +3,12 @@ request's number, the status, and what was served or why not), as text for peopl
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from sim.core.json_text import loads
-from sim.core.transcript import visible
+from sim.core.untrusted import json_text, visible
 
 _SHOWN = 300
 """The most characters of what was served (or why not) a text line shows."""
@@ -54,7 +53,7 @@ class AccessLog:
         now = self.clock()
         if self.as_json:
             fields = {**asdict(answered), "said": answered.said[:_JSON_SHOWN]}
-            self.write(json.dumps({"time": round(now, 3), **fields}, ensure_ascii=False))
+            self.write(json_text({"time": round(now, 3), **fields}))
             return
         said = " ".join(answered.said[: _SHOWN * 2].split())
         said = said if len(said) <= _SHOWN else said[: _SHOWN - 3] + "..."
