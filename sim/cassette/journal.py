@@ -11,7 +11,10 @@ binary body is `{"binary": BASE64}` and a request body that extends an earlier o
 `{"extends": SEQ, "at": ..., "add": ...}` (as in a compact cassette, by sequence number). `seq` is the order
 the requests arrived in, which the cassette keeps; lines come in the order the exchanges finished.
 
-A line is appended whole or not at all: one that cannot be written in full (a full disk) is cut off again,
+A recording holds its journal, and so its cassette's path, from its start to its end (an exclusive `flock`
+on the journal, made as a file of its own, never through a link): a second recording into the same cassette
+is refused at once, and `sim recover` will not read a journal still being written. A line is appended whole
+or not at all: one that cannot be written in full (a full disk) is cut off again,
 so the next exchange starts a line of its own. Reading keeps every whole line and skips, saying so, what is
 not one (a line cut short and run on, one longer than `LINE_LIMIT`, never read whole).
 """
@@ -19,6 +22,8 @@ not one (a line cut short and run on, one longer than `LINE_LIMIT`, never read w
 from __future__ import annotations
 
 import base64
+import errno
+import fcntl
 import json
 import os
 import sys
@@ -58,11 +63,14 @@ def _decoded(body: Any) -> Any:
 
 
 class Journal:
-    """An open journal, appended to from any thread; `finish` writes the cassette and removes it."""
+    """An open journal, appended to from any thread; `finish` writes the cassette and removes it. It holds
+    the cassette's path for the recording's lifetime."""
 
-    def __init__(self, cassette: Path, secrets: tuple[str, ...]) -> None:
-        """Start the journal of a recording into `cassette`; `CassetteError` when one is already there (a
-        recording that did not finish: it is never overwritten)."""
+    def __init__(self, cassette: Path, secrets: tuple[str, ...], *, keep: bool = False) -> None:
+        """Start the journal of a recording into `cassette`, holding its path; `CassetteError` when another
+        recording holds it, when a journal with exchanges is there (a recording that did not finish: it is
+        never overwritten), when a link stands where the journal goes, and (`keep`) when the cassette
+        exists."""
         self.cassette = cassette
         self.path = journal_path(cassette)
         self._secrets = secrets
@@ -75,27 +83,31 @@ class Journal:
         """Exchanges written so far."""
         self.problems: list[str] = []
         """Why exchanges were not written (one that cannot be written, or would hold a secret)."""
-        if self.path.exists():
-            raise CassetteError(
-                f"{self.path}: a recording that did not finish left this journal; make a cassette of it"
-                f" with `sim recover {self.path}`, or delete it"
-            )
-        self._fd: int | None = None
+        try:
+            cassette.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise CassetteError(f"{cassette.parent}: cannot make the folder: {error.strerror}") from None
+        self._fd: int | None = _held(self.path, cassette)
+        try:
+            if keep and cassette.exists():  # asked only now, so that no other recording writes it meanwhile
+                raise CassetteError(f"cassette exists: {cassette} (use --force to overwrite it)")
+            _append(self._fd, _line({"sim_journal": _FORMAT, "cassette": self.cassette.name}))
+        except OSError as error:
+            self._give_up()
+            raise CassetteError(f"{self.path}: cannot write: {error.strerror or error}") from None
+        except CassetteError:
+            self._give_up()
+            raise
+
+    def _give_up(self) -> None:
+        """Remove the journal (it holds no exchange) and let its path go."""
+        self.path.unlink(missing_ok=True)
+        self.close()
 
     def _open(self) -> int:
-        """The journal file, made when the first exchange finishes (a run that records nothing leaves
-        nothing behind)."""
+        """The journal's descriptor, while the recording is on."""
         if self._fd is None:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
-            try:
-                self._fd = os.open(self.path, flags, 0o666)
-                _append(self._fd, _line({"sim_journal": _FORMAT, "cassette": self.cassette.name}))
-            except OSError as error:
-                if self._fd is not None:
-                    os.close(self._fd)
-                    self._fd = None
-                    self.path.unlink(missing_ok=True)
-                raise CassetteError(f"{self.path}: cannot write: {error.strerror or error}") from None
+            raise CassetteError(f"{self.path}: the recording has ended")
         return self._fd
 
     def append(self, seq: int, exchange: Exchange) -> bool:
@@ -139,7 +151,7 @@ class Journal:
             return True
 
     def close(self) -> None:
-        """Stop appending; the journal stays on disk."""
+        """Stop appending and let the cassette's path go; the journal stays on disk."""
         with self._lock:
             if self._fd is not None:
                 os.close(self._fd)
@@ -148,25 +160,91 @@ class Journal:
     def finish(self, *, sim: Mapping[str, Any] | None = None, compact: bool = False) -> int:
         """Close the journal, write the cassette from it atomically (with the `sim:` block, if any), and
         remove it; how many exchanges the cassette holds. The journal is removed, and nothing written,
-        when no exchange finished; on an error it stays."""
-        self.close()
-        if not self.count:
-            self.path.unlink(missing_ok=True)
+        when no exchange finished; on an error it stays. The path is let go only then."""
+        with self._lock:
+            held, self._fd = self._fd, None  # no more appends; the lock stays until the end
+        try:
+            if not self.count:
+                self.path.unlink(missing_ok=True)
+                if self.problems:
+                    raise CassetteError(f"{self.cassette}: not written: {_summary(self.problems)}")
+                return 0
             if self.problems:
-                raise CassetteError(f"{self.cassette}: not written: {_summary(self.problems)}")
-            return 0
-        if self.problems:
-            raise CassetteError(
-                f"{self.cassette}: not written: {_summary(self.problems)}; the {self.count} others are in"
-                f" {self.path}: `sim recover {self.path}` makes a cassette of them"
+                raise CassetteError(
+                    f"{self.cassette}: not written: {_summary(self.problems)}; the {self.count} others are"
+                    f" in {self.path}: `sim recover {self.path}` makes a cassette of them"
+                )
+            block = None if sim is None else self._scrubber.value(dict(sim))
+            recovered = write_recovered(
+                self.path, self.cassette, sim=block, compact=compact, secrets=self._secrets, held=True
             )
-        block = None if sim is None else self._scrubber.value(dict(sim))
-        recovered = write_recovered(
-            self.path, self.cassette, sim=block, compact=compact, secrets=self._secrets
-        )
-        count = recovered.count
-        self.path.unlink(missing_ok=True)
-        return count
+            self.path.unlink(missing_ok=True)
+            return recovered.count
+        finally:
+            if held is not None:
+                os.close(held)
+
+
+def _held(path: Path, cassette: Path) -> int:
+    """The journal at `path` opened for appending and locked: made anew, or one left empty by a recording
+    that ended before any exchange finished; `CassetteError` for anything else there."""
+    for _ in range(3):  # another recording may remove its journal between our looking and our locking
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise CassetteError(
+                    f"{path}: a symbolic link stands where the journal of {cassette.name} goes; a recording"
+                    " writes its journal only as a file of its own (remove the link)"
+                ) from None
+            raise CassetteError(f"{path}: cannot write: {error.strerror or error}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise CassetteError(
+                f"{cassette}: another recording is writing into it (its journal {path} is held); record"
+                " elsewhere, or wait for it to end"
+            ) from None
+        if not _same_inode(fd, path):  # removed or replaced meanwhile: look again
+            os.close(fd)
+            continue
+        if os.read(fd, _HEADER_SIZE).count(b"\n") > 1 or os.fstat(fd).st_size >= _HEADER_SIZE:
+            os.close(fd)
+            raise CassetteError(
+                f"{path}: a recording that did not finish left this journal; make a cassette of it"
+                f" with `sim recover {path}`, or delete it"
+            )
+        os.ftruncate(fd, 0)  # made now, or left with no exchange in it: ours
+        return fd
+    raise CassetteError(f"{path}: keeps being replaced by another program; record elsewhere")
+
+
+_HEADER_SIZE = 4096
+"""More than a journal's first line: a journal this long or longer holds an exchange."""
+
+
+def _same_inode(fd: int, path: Path) -> bool:
+    try:
+        here, there = os.fstat(fd), os.stat(path, follow_symlinks=False)
+    except OSError:
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+
+
+def in_use(journal: Path) -> bool:
+    """Whether a recording is still writing `journal` (it holds its lock)."""
+    try:
+        fd = os.open(journal, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def _summary(problems: list[str]) -> str:
@@ -337,11 +415,14 @@ def write_recovered(
     compact: bool = False,
     secrets: tuple[str, ...] = (),
     line_limit: int = LINE_LIMIT,
+    held: bool = False,
 ) -> Recovered:
     """Write the cassette a journal holds, atomically and fsynced, an exchange at a time (`compact`: bodies
     that extend earlier ones stay references); a last line cut short, and lines that hold no whole exchange,
     are left out. `CassetteError`, the journal untouched, when there is nothing to write or it cannot be
-    written (a full disk)."""
+    written (a full disk), or a recording still writes it (unless it is the caller's own: `held`)."""
+    if not held and in_use(journal):
+        raise CassetteError(f"{journal}: a recording is still writing it; recover it once it has ended")
     if cassette.exists() and same_file(cassette, journal):
         raise CassetteError(f"{cassette}: is the journal itself; write the cassette elsewhere")
     reader = _Reader(journal, line_limit)

@@ -87,12 +87,14 @@ def record_run(
     max_completion_tokens: int | None,
     secrets: tuple[str, ...],
     compact: bool = False,
+    force: bool = True,
 ) -> RunEnding:
     """Run `prompt` on `runner` while vcrpy records; then write the cassette, atomically.
 
     A run that raises an `AgentError` is recorded too (its outcome is in the `sim:` block); anything else
     (a crash, Ctrl-C) leaves the cassette as it was and the exchanges that finished in its journal
-    (`sim recover`), when there were any.
+    (`sim recover`), when there were any. The cassette's path is held from the start (`CassetteError`
+    when another recording holds it, or, without `force`, when the cassette exists).
     """
     results: dict[CallRef, ToolResult] = {}
     watching = runner.observer
@@ -103,17 +105,17 @@ def record_run(
         if watching is not None:
             watching(event)
 
+    journal = Journal(path, secrets, keep=not force)
     runner.observer = observe
-    journal = Journal(path, secrets)
     largest = _Largest()
     try:
         with recording_vcr(FreshStart()).use_cassette(str(path)) as cassette:
             journaled(cassette, journal, largest)
             ending = asyncio.run(runner.run_to_end(prompt))
     except BaseException:
-        journal.close()
         if not journal.count:
             journal.path.unlink(missing_ok=True)
+        journal.close()
         raise
     finally:
         runner.observer = watching

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
-from sim.cassette.journal import Journal, write_recovered
+from sim.cassette.journal import Journal, journal_path, write_recovered
 from sim.cassette.reader import load_data, read_cassette
 from sim.cassette.writer import Exchange, cassette_pieces, to_yaml, write_cassette, written_rest
 from sim.cli import app
@@ -115,9 +115,47 @@ def test_a_recording_that_finished_nothing_leaves_nothing(tmp_path: Path) -> Non
 
 def test_a_leftover_journal_is_never_overwritten(tmp_path: Path) -> None:
     cassette = tmp_path / "c.yaml"
-    Journal(cassette, ()).append(0, exchange(0))  # a recording that crashed
+    left = Journal(cassette, ())
+    left.append(0, exchange(0))
+    left.close()  # as the end of its process would: the path is let go, the journal stays
     with pytest.raises(CassetteError, match=r"sim recover .*c\.yaml\.journal"):
         Journal(cassette, ())
+
+
+def test_a_recording_holds_its_cassette_from_start_to_end(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.yaml"
+    first = Journal(cassette, ())
+    for seq in range(2):
+        with pytest.raises(CassetteError, match=r"c\.yaml: another recording is writing into it"):
+            Journal(cassette, ())  # refused at once, and the first one's journal untouched
+        assert first.append(seq, exchange(seq))
+    done = recover(str(first.path), "-o", str(tmp_path / "other.yaml"))
+    assert done.exit_code == 1 and "a recording is still writing it" in done.stderr
+    assert first.finish() == 2
+    with pytest.raises(CassetteError, match=r"cassette exists: .*c\.yaml \(use --force"):
+        Journal(cassette, (), keep=True)  # checked once the path is held: what the first wrote stays
+    assert len(read_cassette(cassette).interactions) == 2
+    assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]
+
+
+def test_a_link_where_the_journal_goes_is_refused_at_start(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.yaml"
+    (tmp_path / "victim").write_text("kept\n")
+    for target in ("nowhere", "victim"):  # dangling, and to a file of someone else's
+        journal_path(cassette).unlink(missing_ok=True)
+        journal_path(cassette).symlink_to(tmp_path / target)
+        with pytest.raises(CassetteError, match=r"c\.yaml\.journal: a symbolic link") as refused:
+            Journal(cassette, ())
+        assert "\n" not in str(refused.value)
+    assert (tmp_path / "victim").read_text() == "kept\n" and not (tmp_path / "nowhere").exists()
+
+
+def test_a_journal_left_before_any_exchange_finished_is_taken_over(tmp_path: Path) -> None:
+    cassette = tmp_path / "c.yaml"
+    journal_path(cassette).write_text('{"sim_journal":1,"cassette":"c.yaml"}\n')  # killed early
+    journal = Journal(cassette, ())
+    assert journal.append(0, exchange(0)) and journal.finish() == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]
 
 
 def crashed(tmp_path: Path, turns: int = 3) -> Path:

@@ -195,11 +195,27 @@ def test_sigterm_mid_stream_writes_only_whole_exchanges_and_sigkill_writes_nothi
         assert_no_secret(cassette)
 
 
+ANSWERS = """
+name: answers
+description: an answer to whatever is asked (the upstream of tests that ask freely, with --cycle)
+prompt: Anything.
+replies:
+  - content: "An answer."
+"""
+
+
+def answering(tmp_path: Path) -> Path:
+    """A scenario that answers any request (`ANSWERS`)."""
+    scenario = tmp_path / "answers.yaml"
+    scenario.write_text(ANSWERS)
+    return scenario
+
+
 def test_each_exchange_reaches_the_journal_as_it_finishes_and_survives_sigkill(tmp_path: Path) -> None:
     cassette = tmp_path / "c.yaml"
     journal = tmp_path / "c.yaml.journal"
     body = {"model": "m", "messages": [{"role": "user", "content": f"Is {MARKED_KEY} mine?"}]}
-    with served(WEATHER, "--cycle") as (_, upstream_url):
+    with served(answering(tmp_path), "--cycle") as (_, upstream_url):
         with proxying(cassette, upstream_url) as (proxy, proxy_url):
             for n in range(3):
                 asked = {**body, "stream": n == 1}
@@ -209,6 +225,13 @@ def test_each_exchange_reaches_the_journal_as_it_finishes_and_survives_sigkill(t
                 time.sleep(0.05)  # written by the proxy's writer thread, after the answer went out
             assert len(journal.read_text().splitlines()) == 4  # its first line, then one per exchange
             assert_no_secret(journal)
+            second = subprocess.run(
+                [*SIM, "proxy", str(cassette), "--upstream", upstream_url, "--port", "0"],
+                env=proxy_environment(), capture_output=True, text=True, timeout=60, check=False,
+            )  # fmt: skip
+            assert second.returncode == 2 and len(second.stderr.strip().splitlines()) == 1, second.stderr
+            assert f"{cassette}: another recording is writing into it" in second.stderr
+            assert len(journal.read_text().splitlines()) == 4  # the first one's journal untouched
             proxy.kill()  # nothing gets to run at the end
             proxy.wait(timeout=20)
         assert not cassette.exists()
@@ -259,7 +282,7 @@ def test_secrets_in_streamed_pieces_and_headers_are_never_written(tmp_path: Path
 def test_concurrent_requests_are_all_recorded_whole(tmp_path: Path) -> None:
     cassette = tmp_path / "c.yaml"
     with (
-        served(WEATHER, "--cycle") as (_, upstream_url),
+        served(answering(tmp_path), "--cycle") as (_, upstream_url),
         proxying(cassette, upstream_url) as (proxy, proxy_url),
     ):
         bodies = [
