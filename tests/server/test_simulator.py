@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
+import openai
 import pytest
+from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from sim import ModelAPIError, ModelRequest, SystemMessage, UserMessage
@@ -19,6 +21,7 @@ from sim.adapters.openai_chat import OpenAIChatModel
 from sim.core.errors import ModelReplyError
 from sim.scenario import load_scenario
 from sim.server import Simulator
+from tests.server.in_process import talk
 
 ECHO = Path(__file__).resolve().parents[2] / "scenarios" / "echo-42.yaml"
 SYSTEM = {"role": "system", "content": "You are a coding agent."}
@@ -261,6 +264,36 @@ class TestValidation:
         texts = [r.json()["choices"][0]["message"]["content"] for r in post(sim, body, body, body)]
         assert texts == ["a", "b", "a"]
         assert sim.unused() == []
+
+    def test_cycle_checks_expect_request_in_every_round(self, tmp_path: Path) -> None:
+        """`sim serve --cycle` as the SDK meets it: a call the client denied in the second round is refused
+        as `--once` refuses it (it was answered 200 when cycling)."""
+        sim = simulator(
+            "replies:\n  - tool_calls: [{id: call_1, name: shell, arguments: {command: echo 42}}]\n"
+            "  - content: It printed 42.\n    expect_request: {last_message: {role: tool, content: '42'}}\n",
+            tmp_path,
+            cycle=True,
+        )
+
+        async def two_rounds(client: AsyncOpenAI) -> list[str]:
+            said = []
+            for result in ("42", "Error [permission_denied]: the user denied this call"):
+                first = await client.chat.completions.create(model="m", messages=[USER], tools=TOOLS)
+                call = first.choices[0].message.model_dump(exclude_none=True)
+                tool = {"role": "tool", "tool_call_id": "call_1", "content": result}
+                try:
+                    done = await client.chat.completions.create(
+                        model="m", messages=[USER, call, tool], tools=TOOLS
+                    )
+                    said.append(done.choices[0].message.content or "")
+                except openai.BadRequestError as error:
+                    said.append(f"{error.code}: {error.body['message']}")  # type: ignore[index]
+            return said
+
+        answered, refused = talk(sim, two_rounds)
+        assert answered == "It printed 42."
+        assert refused.startswith("sim_expectation_failed: replies[1].expect_request.last_message.content:")
+        assert "permission_denied" in refused and sim.problems == [refused.split(": ", 1)[1]]
 
 
 class TestThroughTheAdapter:
