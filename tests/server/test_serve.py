@@ -288,3 +288,38 @@ def test_once_and_cycle_together_are_a_usage_error() -> None:
     done = subprocess.run([*SIM, "serve", str(SCENARIOS / "echo-42.yaml"), "--once", "--cycle"],
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 2 and "--once and --cycle" in done.stderr
+
+
+SECONDS = {"--grace": "0 to 600", "--upstream-timeout": "0.1 to 600"}
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        *[("--grace", value) for value in ("inf", "1e308", "nan", "-1", "-inf", "600.5")],
+        *[("--upstream-timeout", value) for value in ("inf", "1e308", "nan", "0", "-1")],
+        ("--store-limit", "0"),
+    ],
+)
+def test_a_bound_passed_is_a_one_line_usage_error_before_anything_listens(
+    option: str, value: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Seconds are bounded as a scenario's latencies are (finite, at most 600): `--grace inf` never ended."""
+    from typer.testing import CliRunner
+
+    from sim.cli import app, serving
+
+    def listening(host: str, port: int) -> None:
+        raise AssertionError(f"listened with {option} {value}")
+
+    monkeypatch.setattr(serving, "_listening", listening)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-bounds-0123456789")
+    if option == "--upstream-timeout":
+        command = ["proxy", str(tmp_path / "c.yaml"), "--upstream", "http://127.0.0.1:9/v1"]
+    else:
+        command = ["serve", str(SCENARIOS / "echo-42.yaml"), "--once"]
+    done = CliRunner().invoke(app, [*command, f"{option}={value}", "--port", "0"])
+    assert done.exit_code == 2, (done.output, done.exception)
+    said = (f"must be from {SECONDS[option]} seconds, not {float(value)}" if option in SECONDS
+            else f"must be at least 1 MiB, not {value}")  # fmt: skip
+    assert done.stderr.splitlines() == [f"error: {option} {said}"]
