@@ -13,7 +13,9 @@ With `--where`, instead: where a campaign's time goes, one campaign of each kind
 (self) time summed by the part of the stack that spent it (hypothesis, sim's loop, the drawer and checks,
 the simulator and codecs, the SDK and httpx, the event loop and threads waiting, the rest).
 
-Run: python bench/fuzz.py [--examples 300] [--repeats 5] [--pytest-examples 600] [--where]
+With `--command`, instead: the milliseconds an example adds to the `sim fuzz --target` command.
+
+Run: python bench/fuzz.py [--examples 300] [--repeats 5] [--pytest-examples 600] [--where | --command]
 """
 
 from __future__ import annotations
@@ -89,6 +91,22 @@ def target_campaign(examples: int, seed: int) -> float:
     campaign = fuzz_target(load_target("examples.openai_loop:run_agent"), examples=examples, seed=seed)
     assert campaign.failure is None and campaign.runs == examples and campaign.requests > examples
     return examples / (time.perf_counter() - started)
+
+
+def command_campaign(examples: int) -> float:
+    """Milliseconds an example adds to `sim fuzz --target examples.openai_loop:run_agent` as users run it
+    (the whole command, its worker process included): the wall time of `examples` examples less that of
+    one, over the examples between."""
+
+    def wall(count: int) -> float:
+        command = [sys.executable, "-m", "sim.cli", "fuzz", "--target", "examples.openai_loop:run_agent",
+                   "--examples", str(count), "--json"]  # fmt: skip
+        started = time.perf_counter()
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return time.perf_counter() - started
+
+    return (wall(examples) - wall(1)) * 1000 / (examples - 1)
 
 
 SUITE = """
@@ -170,7 +188,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--pytest-examples", type=int, default=4000)
     parser.add_argument("--where", action="store_true", help="profile one campaign of each kind instead")
+    parser.add_argument("--command", action="store_true", help="time the `sim fuzz --target` command instead")
     options = parser.parse_args()
+    if options.command:
+        costs = [command_campaign(options.examples) for _ in range(options.repeats)]
+        print(f"sim fuzz --target examples.openai_loop:run_agent, {options.examples} examples, medians of"
+              f" {options.repeats}: {statistics.median(costs):.2f} ms an example")  # fmt: skip
+        return
     if options.where:
         where_the_time_goes(lambda: bare_campaign(options.examples, 0), "bare 30-line loop")
         where_the_time_goes(lambda: sim_campaign(options.examples, 0), "sim fuzz --via direct")

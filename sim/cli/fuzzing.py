@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from hypothesis.database import ExampleDatabase
-from rich.progress import Progress
+from rich.progress import Progress, TaskID
 from rich.text import Text
 
 from sim.cli.pages import fuzzed, fuzzed_target
@@ -26,24 +25,16 @@ from sim.cli.terminal import (
     write_report_if_asked,
 )
 from sim.core.errors import ConfigurationError
-from sim.core.transcript import counted, visible
+from sim.core.transcript import counted
+from sim.core.untrusted import visible
 from sim.scenario.loader import load_scenario
 from sim.testing.campaign import fuzz as fuzz_campaign
 from sim.testing.campaign import save_scenario
-from sim.testing.databases import example_database
+from sim.testing.databases import Guarded, example_database
 from sim.testing.invariants import Violation
 from sim.testing.replies import Profile
-from sim.testing.target import (
-    BOUND,
-    MAX_RUN_SECONDS,
-    RUN_SECONDS,
-    Target,
-    TargetCampaign,
-    findings,
-    fuzz_target,
-    load_target,
-    replay_target,
-)
+from sim.testing.target import BOUND, MAX_RUN_SECONDS, RUN_SECONDS, TargetCampaign
+from sim.testing.worker import fuzz_target_in_worker, replay_target_in_worker
 
 
 def counts(counter: Counter[str]) -> str:
@@ -112,30 +103,30 @@ def fuzz(
         raise usage_error("--bound must be at least 1")
     if not 0 < run_seconds <= MAX_RUN_SECONDS:
         raise usage_error(f"--run-seconds must be above 0 and at most {MAX_RUN_SECONDS:g}")
-    try:
-        function = load_target(target)
-    except ConfigurationError as error:
-        raise usage_error(str(error)) from None
     if replay is not None:
-        _replay(function, replay, tuple(allow or ()), run_seconds, as_json)
+        _replay(target, replay, tuple(allow or ()), run_seconds, as_json)
         return
     chosen = profile or Profile.api
-    with Progress(console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
-        advance = partial(bar.advance, bar.add_task("fuzzing", total=examples))
-        campaign = fuzz_target(
-            function,
-            examples=examples,
-            seed=seed,
-            profile=chosen,
-            bound=bound,
-            allow=tuple(allow or ()),
-            seconds=run_seconds,
-            on_run=advance,
-            database=kept,
-        )
+    # no refresh thread, no redirection of the streams: the campaign's worker is forked under it
+    with _progress(as_json) as bar:
+        advance = partial(_advance, bar, bar.add_task("fuzzing", total=examples))
+        try:
+            campaign = fuzz_target_in_worker(
+                target,
+                examples=examples,
+                seed=seed,
+                profile=chosen,
+                bound=bound,
+                allow=tuple(allow or ()),
+                seconds=run_seconds,
+                on_run=advance,
+                database=kept,
+            )
+        except ConfigurationError as error:
+            raise usage_error(str(error)) from None
+    _database_problem(kept)
     if campaign.failure is not None:
         campaign.saved = _save(campaign, save, seed)
-    write_report_if_asked(html_report, lambda: fuzzed_target(campaign))
     vacuous = None if campaign.violations else campaign.vacuous()
     if as_json:
         summary = {
@@ -170,13 +161,20 @@ def fuzz(
             out.print(Text(f"! nothing was tested: {vacuous}", style="red"))
         elif not campaign.violations:
             out.print(Text("every invariant held", style="green"))
+    write_report_if_asked(html_report, lambda: fuzzed_target(campaign))
     if campaign.violations or vacuous:
         raise typer.Exit(1)
 
 
+def _database_problem(database: Guarded | None) -> None:
+    """The database's problem in one line on standard error, if it had one (the verdict follows as ever)."""
+    if database is not None and database.problem:
+        err.print(f"warning: {visible(database.problem)}", markup=False)
+
+
 def _say(violations: list[Violation]) -> None:
     for violation in violations:
-        out.print(Text(f"! {violation}", style="red"))
+        out.print(Text(f"! {visible(str(violation))}", style="red"))
 
 
 def _save(campaign: TargetCampaign, folder: Path, seed: int) -> Path:
@@ -192,20 +190,32 @@ def _as_json(violations: list[Violation]) -> list[dict[str, str]]:
     return [{"invariant": v.invariant, "detail": v.detail} for v in violations]
 
 
-def _replay(function: Target, file: Path, allow: tuple[str, ...], seconds: float, as_json: bool) -> None:
+def _progress(as_json: bool) -> Progress:
+    """The progress bar on a terminal, drawn when a run ends (no thread of its own, the streams left as
+    they are: the campaign's worker process is forked under it)."""
+    disable = as_json or not err.is_terminal
+    return Progress(console=err, transient=True, disable=disable, auto_refresh=False,
+                    redirect_stdout=False, redirect_stderr=False)  # fmt: skip
+
+
+def _advance(bar: Progress, task: TaskID) -> None:
+    bar.advance(task)
+    bar.refresh()
+
+
+def _replay(target: str, file: Path, allow: tuple[str, ...], seconds: float, as_json: bool) -> None:
     scenario = open_one(file, load_scenario)
-    run = replay_target(function, scenario, seconds)
-    found = findings(run, allow)
-    raised = f"{type(run.raised).__name__}" if run.raised is not None else None
+    try:
+        replayed = replay_target_in_worker(target, scenario, seconds, allow)
+    except ConfigurationError as error:
+        raise usage_error(str(error)) from None
+    found, raised = replayed.violations, replayed.raised
     if as_json:
-        summary = {"requests": run.simulator.received, "raised": raised,
-                   "violations": _as_json(found)}  # fmt: skip
+        summary = {"requests": replayed.requests, "raised": raised, "violations": _as_json(found)}
         print_json(summary)
     else:
-        requests = counted(run.simulator.received, "request")
-        out.print(
-            f"replayed {file} to {function.name}: {requests}; raised: {raised or 'nothing'}", markup=False
-        )
+        requests = counted(replayed.requests, "request")
+        out.print(f"replayed {file} to {target}: {requests}; raised: {raised or 'nothing'}", markup=False)
         _say(found)
         if not found:
             out.print(Text("every invariant held", style="green"))
@@ -220,14 +230,14 @@ def _own_loop(
     save: Path,
     as_json: bool,
     html_report: Path | None,
-    database: ExampleDatabase | None,
+    database: Guarded | None,
 ) -> None:
     with Progress(console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
         advance = partial(bar.advance, bar.add_task("fuzzing", total=examples))
         report = fuzz_campaign(
             examples=examples, seed=seed, via=via.value, save_dir=save, on_run=advance, database=database
         )
-    write_report_if_asked(html_report, lambda: fuzzed(report, None))
+    _database_problem(database)
     violations = report.failure.violations if report.failure else []
     if as_json:
         summary = {
@@ -241,11 +251,12 @@ def _own_loop(
     else:
         out.print(f"{counted(report.runs, 'run')}; outcomes: {counts(report.outcomes)}", markup=False)
         out.print(f"tool results: {counts(report.error_codes)}", markup=False)
-    if violations:
-        if not as_json:
-            _say(violations)
-            out.print(f"smallest failing scenario: {report.saved} (to reproduce it: sim play {report.saved})",
-                      markup=False)  # fmt: skip
-        raise typer.Exit(1)
-    if not as_json:
+    if violations and not as_json:
+        _say(violations)
+        out.print(f"smallest failing scenario: {report.saved} (to reproduce it: sim play {report.saved})",
+                  markup=False)  # fmt: skip
+    elif not as_json:
         out.print(Text("every invariant held", style="green"))
+    write_report_if_asked(html_report, lambda: fuzzed(report, None))
+    if violations:
+        raise typer.Exit(1)

@@ -22,6 +22,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -361,11 +362,12 @@ def findings(run: TargetRun, allow: tuple[str, ...] = ()) -> list[Violation]:
                 Violation("crash", f"request {number} got {describe(last)}; the target raised {raised}")
             )
     if run.exited is not None:
-        found.append(Violation("crash", f"{_last_reply(simulator)}; the target {_exit(run.exited)}"))
+        found.append(Violation("crash", f"{last_reply(simulator)}; the target {_exit(run.exited)}"))
     return found
 
 
-def _last_reply(simulator: Simulator) -> str:
+def last_reply(simulator: Simulator) -> str:
+    """The last reply `simulator` served, and to which request, in words (or `before any reply`)."""
     if not simulator.served:
         return "before any reply"
     number, last = simulator.served[-1]
@@ -496,9 +498,18 @@ def fuzz_target(
     seconds: float = RUN_SECONDS,
     on_run: Callable[[], None] | None = None,
     database: ExampleDatabase | None = None,
+    on_draw: Callable[[int, ScriptedReplySpec], None] | None = None,
 ) -> TargetCampaign:
     """A campaign against `target`: every run counted, and the smallest failing run with its findings;
-    with a `database`, the failures it keeps for this target are run first and new ones kept there."""
+    with a `database`, the failures it keeps for this target are run first and new ones kept there.
+    `on_run` is told when a run ends, `on_draw` of each reply drawn (the request's number, the reply)."""
+
+    def draw(drawer: ReplyDrawer, asked: Asked) -> ScriptedReplySpec:
+        spec = drawer.draw(asked.decoded, asked.terms)
+        if on_draw is not None:
+            on_draw(asked.number, spec)
+        return spec
+
     target = target if isinstance(target, Target) else target_of(target)
     endpoint = Endpoint()
     campaign = TargetCampaign(target.name, profile, allow)
@@ -509,7 +520,7 @@ def fuzz_target(
     @given(st.data())
     def example(data: st.DataObject) -> None:
         drawer = ReplyDrawer(data, profile)
-        drawing = DrawingSimulator(lambda asked: drawer.draw(asked.decoded, asked.terms), bound)
+        drawing = DrawingSimulator(partial(draw, drawer), bound)
         run = run_once(target, endpoint, drawing, seconds)
         campaign.unhonoured |= drawer.unhonoured
         found = campaign.keep(run)

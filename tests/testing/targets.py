@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -471,3 +475,40 @@ async def exits_async(client: AsyncOpenAI, prompt: str) -> None:
     """Bug: asks once, then ends the process with status 0."""
     await client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}])
     sys.exit(0)
+
+
+def chatty(client: OpenAI, prompt: str) -> str | None:
+    """Careful, but prints as some libraries do (a banner, through `print` and straight to file 1)."""
+    print("Give Feedback / Get Help: a banner on standard output")
+    os.write(1, b"and one written to file 1\n")
+    return careful(client, prompt)
+
+
+def ends_the_process(client: OpenAI, prompt: str) -> None:
+    """Bug: asks once, then ends the process at once, status 0 (no exception, no cleanup)."""
+    client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}])
+    os._exit(0)
+
+
+def kills_the_process(client: OpenAI, prompt: str) -> None:
+    """Bug: asks once, then kills its own process."""
+    client.chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}])
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+_misbehaved: list[int] = []
+
+
+def misbehaves(client: OpenAI, prompt: str) -> str | None:
+    """Drops results for arguments that are not JSON, and, once per process: leaves a thread running
+    that never ends (not a daemon), starts a child that outlives it (its pid written to the file
+    `SIM_TEST_CHILD_PID` names), moves to the folder `SIM_TEST_ELSEWHERE` names and closes standard output."""
+    if not _misbehaved:
+        threading.Thread(target=threading.Event().wait, name="never-ends").start()
+        child = subprocess.Popen(["sleep", "600"])
+        _misbehaved.append(child.pid)
+        with open(os.environ["SIM_TEST_CHILD_PID"], "w") as file:
+            file.write(str(child.pid))
+        os.chdir(os.environ["SIM_TEST_ELSEWHERE"])
+        sys.stdout.close()
+    return drops_invalid_json(client, prompt)

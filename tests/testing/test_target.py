@@ -4,6 +4,7 @@ failing, a saved failing run replayed in one command, async targets leaving noth
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -74,8 +75,10 @@ def test_a_failing_run_is_saved_and_replayed_in_one_command(tmp_path: Path) -> N
 
 
 def test_a_passing_campaign_reports_its_counts_as_json() -> None:
-    done = fuzz("--target", "tests.testing.targets:careful", "--examples", "30", "--json")
+    """The target prints (with `print`, and straight to file 1), as libraries do: the JSON is sim's own."""
+    done = fuzz("--target", "tests.testing.targets:chatty", "--examples", "30", "--json")
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "a banner on standard output" in done.stderr and "one written to file 1" in done.stderr
     summary = json.loads(done.stdout)
     assert summary["runs"] == 30 and summary["requests"] > 30 and summary["round_trips"] > 0
     assert summary["violations"] == [] and summary["nothing_tested"] is None
@@ -173,3 +176,50 @@ def test_a_tool_whose_valid_arguments_cannot_be_drawn_is_noted_in_the_summary(tm
     assert "valid arguments could not always be drawn for get_code" in shown.output
     careful = fuzz_target(targets.careful, examples=20, seed=0)
     assert careful.unhonoured == set() and careful.unhonoured_note() is None
+
+
+@pytest.mark.parametrize(("target", "how"), [("ends_the_process", "exit code 0"),
+                                             ("kills_the_process", "signal SIGKILL")])  # fmt: skip
+def test_a_target_that_ends_the_process_is_a_crash_never_a_pass(
+    target: str, how: str, tmp_path: Path
+) -> None:
+    spec = f"tests.testing.targets:{target}"
+    done = fuzz("--target", spec, "--examples", "5", "--save", str(tmp_path))
+    assert done.returncode == 1, done.stdout + done.stderr
+    said = f"the target ended sim's worker process ({how}): a loop must not end its caller's process"
+    assert f"! crash: run 1: {said} (after request 1 got " in done.stdout, done.stdout
+    assert "every invariant held" not in done.stdout and "Traceback" not in done.stderr
+    if target == "ends_the_process":  # the run it ended in is saved, and replays to the same finding
+        again = fuzz("--target", spec, "--replay", str(tmp_path / "fuzz-target-seed-0.yaml"))
+        assert again.returncode == 1 and f"! crash: {said}" in again.stdout, again.stdout + again.stderr
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def test_nothing_a_target_does_to_its_process_reaches_sim(tmp_path: Path) -> None:
+    """A thread left running, a child left behind, another current folder, standard output closed: sim
+    still ends after its verdict, saves where it was told, prints its JSON, and ends the child."""
+    elsewhere, child_pid = tmp_path / "elsewhere", tmp_path / "child.pid"
+    elsewhere.mkdir()
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), "SIM_TEST_ELSEWHERE": str(elsewhere),
+                   "SIM_TEST_CHILD_PID": str(child_pid)}  # fmt: skip
+    command = [*SIM, "fuzz", "--target", "tests.testing.targets:misbehaves", "--examples", "60",
+               "--save", "failures", "--json"]  # fmt: skip
+    try:
+        done = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True,
+                              timeout=120)  # fmt: skip
+        assert done.returncode == 1, done.stdout + done.stderr
+        summary = json.loads(done.stdout)
+        assert summary["saved"] == "failures/fuzz-target-seed-0.yaml" and summary["violations"]
+        assert (tmp_path / summary["saved"]).is_file() and not list(elsewhere.iterdir())
+        assert "Traceback" not in done.stderr
+        assert not _alive(int(child_pid.read_text()))
+    finally:
+        if child_pid.exists() and _alive(pid := int(child_pid.read_text())):
+            os.kill(pid, 9)
