@@ -22,9 +22,12 @@ from typer.testing import CliRunner
 from sim.cli import app
 from sim.core.errors import ConfigurationError
 from sim.testing import databases, fuzz_test
-from sim.testing.databases import Namespaced, example_database
+from sim.testing.databases import Guarded, Namespaced, example_database
 from sim.testing.target import fuzz_target
+from tests.filesystems import read_only_dir
 from tests.testing import targets
+
+__all__ = ["read_only_dir"]  # the fixture
 
 SIM = [sys.executable, "-m", "sim.cli"]
 
@@ -208,3 +211,34 @@ def test_a_hostile_redis_is_one_line_within_the_bound_showing_no_password(
     assert said in line and "redis://default:***@127.0.0.1:" in line, line
     for secret in ("S3cret", "S3cret%21pw", "S3cret!pw"):
         assert secret not in line
+
+
+def test_a_folder_that_cannot_be_written_is_said_and_the_verdict_stands(
+    read_only_dir: Path, tmp_path: Path
+) -> None:
+    said = f"warning: --database {read_only_dir}: cannot write there (it is read-only), so failing runs are"
+    target = "tests.testing.targets:drops_invalid_json"
+    found = CliRunner().invoke(app, ["fuzz", "--target", target, "--examples", "60", "--database",
+                                     str(read_only_dir), "--save", str(tmp_path)])  # fmt: skip
+    assert found.exit_code == 1 and "! pairing: request 2" in found.output, found.output
+    assert [line for line in found.output.splitlines() if "--database" in line] == [f"{said} not kept"]
+    ours = CliRunner().invoke(app, ["fuzz", "--examples", "5", "--database", str(read_only_dir)])
+    assert ours.exit_code == 0 and "every invariant held" in ours.output, ours.output
+    assert [line for line in ours.output.splitlines() if "--database" in line] == [f"{said} not kept"]
+
+
+class BreaksMidCampaign(InMemoryExampleDatabase):
+    """A shared database whose server goes away once the campaign has begun, saying its password back."""
+
+    def save(self, key: bytes, value: bytes) -> None:
+        raise ConnectionError("Error 104 while writing to socket: AUTH default S3cret rejected")
+
+
+def test_a_database_failing_mid_campaign_is_said_once_and_the_verdict_stands() -> None:
+    database = Guarded(BreaksMidCampaign(), "redis://default:***@db:6379", secret="S3cret")
+    campaign = fuzz_target(targets.drops_invalid_json, examples=60, seed=0, database=database)
+    assert campaign.failure is not None and campaign.violations[0].invariant == "pairing"
+    assert database.problem == (
+        "--database redis://default:***@db:6379 failed (ConnectionError: Error 104 while writing to socket:"
+        " AUTH default *** rejected), so it was not used for the rest of the run"
+    )
