@@ -295,7 +295,7 @@ def test_references_sim_writes_are_read_from_their_items_without_rebuilding(
     for command in ("show", "check"):
         result = CliRunner().invoke(app, [command, str(path)])
         assert result.exit_code == 0, result.output
-    assert "in 100 conversation(s)" in CliRunner().invoke(app, ["show", str(path)]).output
+    assert "in 100 conversations" in CliRunner().invoke(app, ["show", str(path)]).output
 
 
 def test_convert_refuses_to_write_more_than_its_limit_and_writes_nothing(
