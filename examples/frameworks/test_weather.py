@@ -1,8 +1,9 @@
 """Each framework's weather agent recorded once and replayed offline by sim's pytest marker.
 
-Replay, offline (the default, `--sim-record=none`):  pytest examples/frameworks/test_weather.py
-Record again (here `sim serve examples/frameworks/weather.yaml --cycle` stands in for the live API):
-    OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_API_KEY=... pytest examples/frameworks --sim-record=all
+Replay, offline, no key (the default, `--sim-record=none`):  pytest examples/frameworks/test_weather.py
+Record again, in one process (here `sim serve examples/frameworks/weather.yaml --cycle --port 8000` stands in
+for the live API):
+  OPENAI_BASE_URL=http://127.0.0.1:8000/v1 OPENAI_API_KEY=... pytest examples/frameworks --sim-record=all -n 0
 Cassettes are kept in `cassettes/test_weather/`, one per test; the key is never written.
 """
 
@@ -26,11 +27,9 @@ endpoint (openai-agents adds `store` and `prompt_cache_key`), so the requests mu
 
 
 def _where() -> dict[str, str]:
-    """The endpoint: the one recorded from when replaying (nothing is sent then, so any key will do)."""
-    return {
-        "base_url": os.environ.get("OPENAI_BASE_URL", RECORDED_AT),
-        "api_key": os.environ.get("OPENAI_API_KEY", "sk-replayed-offline"),
-    }
+    """The endpoint: the one recorded from when replaying (the key is the SDK's to read: a replay without
+    one has the marker's placeholder)."""
+    return {"base_url": os.environ.get("OPENAI_BASE_URL", RECORDED_AT)}
 
 
 @pytest.mark.sim_cassette

@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -114,21 +116,42 @@ def test_the_marker_replays_every_framework_offline() -> None:
     assert "6 passed" in done.stdout
 
 
+def guide_recording_recipe() -> tuple[list[str], list[str]]:
+    """The framework guide's recording recipe: the options of its `sim serve` (its fixed port left out) and
+    of the `pytest` it points there."""
+    text = (ROOT / "docs" / "frameworks.md").read_text()
+    serve = re.findall(r"^sim serve examples/frameworks/weather\.yaml (--cycle.*) &$", text, flags=re.M)
+    pytest_line = r"^OPENAI_BASE_URL=\S+ OPENAI_API_KEY=\S+ pytest examples/frameworks/test_weather\.py (.*)$"
+    record = re.findall(pytest_line, text, flags=re.M)
+    assert len(serve) == len(record) == 1, "the guide shows one recording recipe"
+    options = shlex.split(serve[0])
+    if "--port" in options:
+        del options[options.index("--port") : options.index("--port") + 2]
+    return options, shlex.split(record[0])
+
+
 def test_the_marker_records_every_framework_again_into_fresh_cassettes(tmp_path: Path) -> None:
+    """The guide's recipe, under this project's pytest settings (`-n auto` among them)."""
     copy = tmp_path / "test_weather.py"
     copy.write_text((FRAMEWORKS / "test_weather.py").read_text())
-    with served(WEATHER, "--cycle") as (_, base_url):
+    settings = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    (tmp_path / "pytest.ini").write_text(f"[pytest]\naddopts = {settings['addopts']}\n")
+    serve, record = guide_recording_recipe()
+    with served(WEATHER, *serve) as (_, base_url):
         environment = {**os.environ, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": MARKED_KEY,
                        "PYTHONPATH": str(ROOT)}  # fmt: skip
         done = subprocess.run(
-            [sys.executable, "-m", "pytest", str(copy), "-q", "-p", "no:cacheprovider", "--sim-record=all",
-             "--rootdir", str(tmp_path)],
+            [sys.executable, "-m", "pytest", str(copy), *record, "-q", "-p", "no:cacheprovider"],
             cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=300, check=False,
         )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     written = sorted(tmp_path.glob("cassettes/test_weather/*.yaml"))
     assert len(written) == 6
     assert all(MARKED_KEY not in path.read_text() for path in written)
+    # each is the script's conversation (a call, then the answer), not replies another test was due
+    assert {path.name: path.read_text().count("\n- request:") for path in written} == {
+        path.name: 2 for path in written
+    }
 
 
 def guide_fuzz_commands() -> dict[str, list[str]]:
