@@ -140,7 +140,7 @@ class Scrubber:
         return "".join(parts)
 
     def holds_secret(self, text: str) -> bool:
-        """Whether a known secret stands in `text` as a token."""
+        """Whether `text` holds a known secret where `text` (the method) would find one."""
         return self._known is not None and self._known.search(text) is not None
 
     def stream(self, text: str) -> str:

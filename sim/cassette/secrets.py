@@ -1,5 +1,5 @@
 """What counts as a secret in an HTTP exchange: headers never written, text that looks like a credential,
-the live key as a token, and the placeholders other projects leave where a secret was."""
+the live key wherever it stands, and the placeholders other projects leave where a secret was."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ STALE_HEADERS: frozenset[str] = frozenset({"content-length", "content-encoding",
 REDACTED = "<redacted>"
 
 MIN_KEY_CHARS = 8
-"""The shortest key sim records with: a shorter one would be found inside ordinary words and numbers."""
+"""The shortest key sim records with: the key is removed wherever it stands, and a shorter one would be cut
+out of ordinary words and numbers (`sim`, `1234`); eight random characters never turn up by chance."""
 
 # A credential starts where no letter or digit stands before it: after a quote, a space or a line break
 # of decoded text alike (`\b` fails after JSON's `\n`, whose `n` is a word character), or right after a
@@ -63,13 +64,22 @@ def require_scrubbable(name: str, key: str) -> None:
         )
 
 
+def _known(secret: str) -> str:
+    """One known secret's alternative: the literal wherever it stands, whatever surrounds it (`tokenKEY`,
+    `KEY0`); one shorter than a key may be (only an account id can be) only as a whole token."""
+    literal = re.escape(secret)
+    if len(secret) >= MIN_KEY_CHARS:
+        return literal
+    return _starting(literal, _TOKEN_CHARS) + f"(?![{_TOKEN_CHARS}])"
+
+
 def known_secrets_pattern(secrets: Iterable[str]) -> re.Pattern[str] | None:
-    """A pattern matching each of `secrets` as a whole token (never inside a longer word or number)."""
+    """A pattern matching each of `secrets` wherever it stands (one shorter than `MIN_KEY_CHARS` only as a
+    whole token), the longest first."""
     kept = sorted({secret for secret in secrets if secret}, key=len, reverse=True)
     if not kept:
         return None
-    alternatives = "|".join(_starting(re.escape(secret), _TOKEN_CHARS) for secret in kept)
-    return re.compile(f"(?:{alternatives})(?![{_TOKEN_CHARS}])")
+    return re.compile("|".join(_known(secret) for secret in kept))
 
 
 def scrub_text(text: str, known: re.Pattern[str] | None) -> str:

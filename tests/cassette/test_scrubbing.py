@@ -82,15 +82,59 @@ def test_a_split_key_in_a_foreign_stream_is_a_serious_finding(tmp_path: Path) ->
     assert findings == ["organization id in the response"]
 
 
-def test_a_key_is_scrubbed_only_as_a_token() -> None:
+GLUED = ["token{}", "xx{}yy", "_{}_", "{}-", "{}0"]
+"""The live key glued to other text, each way issue 34 found it written whole."""
+HEX_KEY = "3f9a0c7e51d24b86a1e0c9f7d3b2a485"
+"""Shaped like an Azure OpenAI key: nothing but the recorder's knowing it tells it from ordinary text."""
+
+
+def test_a_known_secret_is_removed_wherever_it_stands_in_text_but_never_from_a_number() -> None:
     scrubber = Scrubber(["12345678"])
     value = {"total_tokens": 12345678, "id": "a12345678b", "text": "key 12345678.", "n": "x-12345678"}
     assert scrubber.value(value) == {
-        "total_tokens": 12345678,
-        "id": "a12345678b",
+        "total_tokens": 12345678,  # a number is no text: the key cannot stand in it
+        "id": f"a{REDACTED}b",
         "text": f"key {REDACTED}.",
-        "n": "x-12345678",
+        "n": f"x-{REDACTED}",
     }
+
+
+def test_a_secret_shorter_than_a_key_may_be_is_removed_only_as_a_whole_token() -> None:
+    """Only an account id can be that short (a short key is refused): inside a longer word it is a word."""
+    scrubber = Scrubber(["org-1"])
+    assert scrubber.text("org-1, org-12 and xorg-1") == f"{REDACTED}, org-12 and xorg-1"
+
+
+@pytest.mark.parametrize("key", [KEY, HEX_KEY])
+@pytest.mark.parametrize("glue", GLUED)
+def test_the_live_key_glued_to_other_text_is_removed_from_every_field(
+    tmp_path: Path, glue: str, key: str
+) -> None:
+    """In the URL, headers, a JSON body, the `sim:` block, and split across the chunks of a stream."""
+    glued, remains = glue.format(key), glue.format(REDACTED)
+    stream = sse(f"it is {glued}.", arguments=json.dumps({"command": f"echo {glued}"}))
+    assert key not in stream  # split across chunks: only the joined text holds it
+    exchange = Exchange(
+        method="POST",
+        uri=f"https://api.example.com/v1/chat/completions?note={glued}",
+        request_headers={"x-note": [glued]},
+        request_body=json.dumps({"messages": [{"role": "user", "content": f"say {glued}"}]}).encode(),
+        status=200,
+        reason="OK",
+        response_headers={"content-type": ["text/event-stream"], "x-echo": [glued]},
+        response_body=stream.encode(),
+    )
+    path = tmp_path / "out.yaml"
+    write_cassette(path, [exchange], sim={"note": glued}, secrets=(key,))
+    text = path.read_text()
+    assert key not in text
+    data = yaml.safe_load(text)
+    request, response = data["interactions"][0]["request"], data["interactions"][0]["response"]
+    assert request["uri"].endswith(f"?note={remains}") and request["headers"]["x-note"] == [remains]
+    assert json.loads(request["body"])["messages"][0]["content"] == f"say {remains}"
+    assert response["headers"]["x-echo"] == [remains] and data["sim"] == {"note": remains}
+    content, arguments = joined(response["body"]["string"])
+    assert content == f"it is {remains}." and json.loads(arguments) == {"command": f"echo {remains}"}
 
 
 @pytest.mark.parametrize("key", ["42", "x", "sim", "1234567"])

@@ -10,7 +10,13 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sim.cassette.secrets import CREDENTIAL_PATTERNS, REDACTED, known_secrets_pattern, scrub_text
+from sim.cassette.secrets import (
+    CREDENTIAL_PATTERNS,
+    MIN_KEY_CHARS,
+    REDACTED,
+    known_secrets_pattern,
+    scrub_text,
+)
 
 FIXED = settings(deadline=None, database=None, derandomize=True, max_examples=600)
 _START = r"(?:(?<![A-Za-z0-9])|(?<=%[0-9A-Fa-f]{2}))"
@@ -20,10 +26,12 @@ PLAIN: dict[str, re.Pattern[str]] = {
     "organization id": re.compile(_START + r"org-[A-Za-z0-9]{12,}"),
     "project id": re.compile(_START + r"proj_[A-Za-z0-9]{12,}"),
 }
-SECRETS = ["sk-live-0123456789abcdef", "org-abcdefghijklmnop", "liveKEY_1234"]
+SECRETS = ["sk-live-0123456789abcdef", "org-abcdefghijklmnop", "liveKEY_1234", "0f1e2d3c"]
+SHORT = "org-7"
+"""An account id shorter than a key may be (`MIN_KEY_CHARS`)."""
 PIECES = st.sampled_from(
     ["sk-", "Bearer", " ", "\t", "org-", "proj_", "%3D", "%2", "%", "x", "7", "_", "-", ".", "=", '"', "\\n",
-     "é", "abcdefgh", "0123456789ab", "ABCDEFGHIJKLMNOPQRST", *SECRETS]
+     "é", "abcdefgh", "0123456789ab", "ABCDEFGHIJKLMNOPQRST", *SECRETS, SHORT]
 )  # fmt: skip
 TEXTS = st.lists(PIECES, max_size=12).map("".join)
 
@@ -39,11 +47,16 @@ def test_each_credential_pattern_matches_where_its_plain_rule_does(text: str) ->
 
 @FIXED
 @given(TEXTS)
-def test_the_known_secrets_are_matched_as_whole_tokens_as_the_plain_rule_says(text: str) -> None:
-    alternatives = "|".join(re.escape(secret) for secret in sorted(SECRETS, key=len, reverse=True))
-    plain = re.compile(rf"(?:(?<![A-Za-z0-9_\-])|(?<=%[0-9A-Fa-f]{{2}}))(?:{alternatives})(?![A-Za-z0-9_\-])")
-    known = known_secrets_pattern(SECRETS)
-    assert known is not None
-    assert [m.span() for m in known.finditer(text)] == [m.span() for m in plain.finditer(text)]
-    scrubbed = scrub_text(text, known)
+def test_a_known_secret_never_survives_scrubbing_whatever_stands_around_it(text: str) -> None:
+    """The live key glued to anything (`tokenKEY`, `KEY0`, `_KEY_`) is gone; a text holding no secret and
+    nothing shaped like a credential is left as it was; a secret shorter than a key may be (only an account
+    id can be) is matched only as a whole token, as the plain rule says."""
+    scrubbed = scrub_text(text, known_secrets_pattern(SECRETS))
+    assert not [secret for secret in SECRETS if len(secret) >= MIN_KEY_CHARS and secret in scrubbed]
+    if not any(secret in text for secret in SECRETS) and not any(p.search(text) for p in PLAIN.values()):
+        assert scrubbed == text
     assert not any(plain.search(scrubbed.replace(REDACTED, "\x00")) for plain in PLAIN.values())
+    short = known_secrets_pattern([SHORT])
+    plain = re.compile(rf"(?:(?<![A-Za-z0-9_\-])|(?<=%[0-9A-Fa-f]{{2}})){re.escape(SHORT)}(?![A-Za-z0-9_\-])")
+    assert short is not None
+    assert [m.span() for m in short.finditer(text)] == [m.span() for m in plain.finditer(text)]

@@ -6,6 +6,7 @@ only stand-in: it is where the real API would be)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,10 @@ from tests.server.processes import SIM
 
 KEY = "sk-upstream-REAL-key-0123456789"
 QUERY_SECRET = "azure-query-secret-ABCDEF123456"
+HEX_KEY = "9c4e1a7f03b62d58e1f0a9c7b3d2e486"
+"""An upstream key shaped like Azure OpenAI's: nothing but the proxy's knowing it tells it from text."""
+GLUED = ["token{}", "xx{}yy", "_{}_", "{}-", "{}0"]
+"""The key glued to other text, each way issue 34 found it written whole."""
 
 
 def recording(upstream: str, cassette: Path) -> RecordingProxy:
@@ -160,3 +165,50 @@ def test_bodies_that_are_not_text_are_kept_as_they_came_and_lose_nothing_else(tm
     assert [r.status_code for r in served] == [200] * 4
     assert served[1].content == audio and len(served[1].content) == 1024
     assert served[2].content == image.replace(KEY.encode(), b"*" * len(KEY))
+
+
+@pytest.mark.parametrize("key", [KEY, HEX_KEY])
+def test_the_key_glued_to_other_text_never_reaches_the_proxys_cassette(key: str, tmp_path: Path) -> None:
+    """An upstream that says the key back, glued each way, in a JSON body, a header and a stream (split
+    across its chunks), to a client that sent it glued in the URL, a header and its body."""
+    glued = [glue.format(key) for glue in GLUED]
+    said = " ".join(glued)
+    pieces = [said[start : start + 7] for start in range(0, len(said), 7)]
+    events = [{"choices": [{"index": 0, "delta": {"content": piece}}]} for piece in pieces]
+    stream = "".join(f"data: {json.dumps(event)}\n\n" for event in events) + "data: [DONE]\n\n"
+    assert key not in stream
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        headers = {"x-echo": said}
+        if json.loads(request.content).get("stream"):
+            return httpx2.Response(200, text=stream, headers={**headers, "content-type": "text/event-stream"})
+        return httpx2.Response(200, json={"said": said, "glued": glued}, headers=headers)
+
+    cassette = tmp_path / "cassette.yaml"
+    proxy = RecordingProxy(
+        Upstream.parse("https://api.example.com/v1"),
+        {"authorization": f"Bearer {key}"},
+        Journal(cassette, (key,)),
+    )
+    proxy.client = httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
+
+    async def send() -> list[str]:
+        transport = httpx2.ASGITransport(app=proxy.app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://proxy.test") as client:
+            answers = []
+            for stream in (False, True):
+                response = await client.post(
+                    f"/v1/chat/completions?note={said.replace(' ', '+')}",
+                    json={"messages": [{"role": "user", "content": said}], "stream": stream},
+                    headers={"x-note": said},
+                )
+                answers.append(response.text)
+            return answers
+
+    answers = asyncio.run(send())
+    assert key in answers[0] and key in "".join(
+        json.loads(line[6:])["choices"][0]["delta"]["content"] for line in answers[1].split("\n\n")[:-2]
+    )  # the program gets the answer as the upstream sent it
+    assert proxy.finish() == 2
+    text = cassette.read_text()
+    assert key not in text and text.count("<redacted>") >= 5 * 6, text
