@@ -119,10 +119,22 @@ def load_target(spec: str) -> Target:
     if str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
     try:
-        function = getattr(importlib.import_module(module_name), function_name)
-    except (ImportError, AttributeError) as error:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ConfigurationError(f"cannot load the target {spec}: {error}") from None
+    except (Exception, SystemExit) as error:  # the module's own code failed as it was imported
+        raise ConfigurationError(
+            f"cannot load the target {spec}: importing it raised {_raised(error)}"
+        ) from None
+    try:
+        function = getattr(module, function_name)
+    except AttributeError as error:
         raise ConfigurationError(f"cannot load the target {spec}: {error}") from None
     return target_of(function, spec)
+
+
+def _raised(error: BaseException) -> str:
+    return f"{type(error).__name__}: {_one_line(error)}" if str(error) else type(error).__name__
 
 
 class DrawingSimulator(Simulator):

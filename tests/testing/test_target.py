@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from sim.cli import app
 from sim.core.errors import ConfigurationError
 from sim.testing.replies import Profile
-from sim.testing.target import allowed, fuzz_target, target_of
+from sim.testing.target import allowed, fuzz_target, load_target, target_of
 from tests.testing import targets
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,6 +41,20 @@ def test_the_signature_is_checked_before_the_campaign() -> None:
     )
     for spec in ("nomodule", "no_such_module:run", "tests.testing.targets:missing"):
         assert fuzz("--target", spec).returncode == 2, spec
+
+
+@pytest.mark.parametrize(("raises", "said"), [("RuntimeError('no API key')", "RuntimeError: no API key"),
+                                              ("SystemExit(1)", "SystemExit: 1")])  # fmt: skip
+def test_a_target_whose_module_fails_to_import_is_one_line(
+    raises: str, said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "fails_on_import.py").write_text(f"raise {raises}\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delitem(sys.modules, "fails_on_import", raising=False)
+    with pytest.raises(ConfigurationError) as refused:
+        load_target("fails_on_import:run")
+    assert str(refused.value) == f"cannot load the target fails_on_import:run: importing it raised {said}"
 
 
 @pytest.mark.parametrize(
