@@ -26,6 +26,7 @@ import errno
 import fcntl
 import json
 import os
+import stat
 import sys
 import threading
 from collections.abc import Iterator, Mapping
@@ -209,6 +210,9 @@ def _held(path: Path, cassette: Path) -> int:
         if not _same_inode(fd, path):  # removed or replaced meanwhile: look again
             os.close(fd)
             continue
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO would never answer a read
+            os.close(fd)
+            raise CassetteError(f"{path}: not a file where the journal of {cassette.name} goes (remove it)")
         if os.read(fd, _HEADER_SIZE).count(b"\n") > 1 or os.fstat(fd).st_size >= _HEADER_SIZE:
             os.close(fd)
             raise CassetteError(

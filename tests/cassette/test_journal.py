@@ -148,6 +148,10 @@ def test_a_link_where_the_journal_goes_is_refused_at_start(tmp_path: Path) -> No
             Journal(cassette, ())
         assert "\n" not in str(refused.value)
     assert (tmp_path / "victim").read_text() == "kept\n" and not (tmp_path / "nowhere").exists()
+    journal_path(cassette).unlink()
+    os.mkfifo(journal_path(cassette))  # read, it would never answer
+    with pytest.raises(CassetteError, match=r"c\.yaml\.journal: not a file where the journal"):
+        Journal(cassette, ())
 
 
 def test_a_journal_left_before_any_exchange_finished_is_taken_over(tmp_path: Path) -> None:
