@@ -6,25 +6,62 @@ answered with the recorded results; the expectations are what the recording ende
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sim.cassette.conversations import Conversation, HttpFailure
 from sim.cassette.session import result_from_text
 from sim.core.calls import CallRef, keyed, results_in_history
 from sim.core.json_text import loads
-from sim.core.messages import AssistantMessage, SystemMessage, UserMessage
+from sim.core.messages import AssistantMessage, ChatMessage, SharedPrefix, SystemMessage, UserMessage
 from sim.core.model import ModelReply, ToolSpec
 
 NOT_RECORDED = "(result not recorded)"
+
+
+@dataclass(frozen=True, slots=True)
+class Opening:
+    """What the history a run starts from holds: its first system prompt, and the model's turns before
+    the run."""
+
+    system: str | None
+    earlier: int
+    messages: Sequence[ChatMessage]
+    """The history it was read from."""
+
+
+def opening(messages: Sequence[ChatMessage], before: Opening | None = None) -> Opening:
+    """The opening of `messages`, read from what they add to `before`'s when they are a later view of the
+    same list (a conversation cut into many runs is read once, not once per run)."""
+    added = None
+    if before is not None and isinstance(messages, SharedPrefix):
+        added = messages.new_since(before.messages)
+    system, earlier = (None, 0) if before is None or added is None else (before.system, before.earlier)
+    for message in messages if added is None else added:
+        if isinstance(message, AssistantMessage):
+            earlier += 1
+        elif system is None and isinstance(message, SystemMessage):
+            system = message.content
+    return Opening(system, earlier, messages)
+
+
+@dataclass(slots=True)
+class Run(Conversation):
+    """A run cut from a conversation: its exchanges, and the opening of the history before them."""
+
+    opening: Opening | None = None
 
 
 def runs(conversation: Conversation) -> list[Conversation]:
     """A conversation cut into runs: a request that adds a user message after a reply starts another (a
     scenario has one prompt), with the turns before it as its history."""
     found: list[Conversation] = []
+    start: Opening | None = None
     for exchange in conversation.exchanges:
         if not found or any(isinstance(m, UserMessage) for m in exchange.new_messages):
-            found.append(Conversation())
+            start = opening(exchange.messages, start)
+            found.append(Run(opening=start))
         found[-1].exchanges.append(exchange)
     return found
 
@@ -33,7 +70,8 @@ def scenario_data(conversation: Conversation, *, name: str, source: str) -> dict
     """The scenario, as data ready to be written as YAML."""
     exchanges = conversation.exchanges
     first = exchanges[0]
-    system = next((m.content for m in first.messages if isinstance(m, SystemMessage)), None)
+    start = (conversation.opening if isinstance(conversation, Run) else None) or opening(first.messages)
+    system, earlier = start.system, start.earlier
     prompt = next((m.content for m in reversed(first.messages) if isinstance(m, UserMessage)), "")
     offered_specs: dict[str, ToolSpec] = {}  # every tool the run was offered (a handoff may change them)
     for exchange in exchanges:
@@ -41,8 +79,12 @@ def scenario_data(conversation: Conversation, *, name: str, source: str) -> dict
             offered_specs.setdefault(spec.name, spec)
     tools = list(offered_specs.values())
     offered = set(offered_specs)
-    earlier = sum(isinstance(m, AssistantMessage) for m in first.messages)  # turns before the recording
-    answered = results_in_history(exchanges[-1].messages, first_turn=1 - earlier)
+    # the results the run's calls got (a result in its opening answers a turn before it)
+    last = exchanges[-1].messages
+    added = last.new_since(first.messages) if isinstance(last, SharedPrefix) else None
+    answered = (
+        results_in_history(last, first_turn=1 - earlier) if added is None else results_in_history(added)
+    )
     for turn, exchange in enumerate(exchanges, 1):  # a request answers the turn before it
         for sent, returned in exchange.renamed_calls.items():
             if (sent, turn - 1) in answered:

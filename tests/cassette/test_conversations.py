@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from sim.cassette import reader
 from sim.cassette.conversations import HttpFailure, conversations
+from sim.cassette.convert import runs, scenario_data
 from sim.cassette.reader import read_cassette
 from sim.cli import app
 from sim.core.messages import SharedPrefix, UserMessage
@@ -332,7 +333,8 @@ def compact_chain(count: int) -> str:
 
 
 def _work_per_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int) -> float:
-    """Messages hashed, compared and walked while a chain of `count` requests is grouped, per request."""
+    """Messages hashed, compared and walked while a chain of `count` requests is grouped into a conversation
+    and converted (each request a run of its own, as it adds a user message), per request."""
     work = [0]
     hashed, compared, walked = UserMessage.__hash__, UserMessage.__eq__, SharedPrefix.__iter__
 
@@ -356,7 +358,9 @@ def _work_per_request(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: in
         patched.setattr(UserMessage, "__eq__", counting_eq)
         patched.setattr(SharedPrefix, "__iter__", counting_iter)
         found = conversations(read_cassette(path))
-    assert [len(c.exchanges) for c in found] == [count]
+        scenarios = [scenario_data(run, name="s", source="c") for run in runs(found[0])]
+    assert [len(c.exchanges) for c in found] == [count] and len(scenarios) == count
+    assert scenarios[-1]["prompt"] == f"hi {count - 1}"
     return work[0] / count
 
 
