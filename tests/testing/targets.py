@@ -500,7 +500,7 @@ _misbehaved: list[int] = []
 
 
 def misbehaves(client: OpenAI, prompt: str) -> str | None:
-    """Drops results for arguments that are not JSON, and, once per process: leaves a thread running
+    """Asks again after the final answer (found in a few runs), and, once per process: leaves a thread running
     that never ends (not a daemon), starts a child that outlives it (its pid written to the file
     `SIM_TEST_CHILD_PID` names), moves to the folder `SIM_TEST_ELSEWHERE` names and closes standard output."""
     if not _misbehaved:
@@ -511,4 +511,4 @@ def misbehaves(client: OpenAI, prompt: str) -> str | None:
             file.write(str(child.pid))
         os.chdir(os.environ["SIM_TEST_ELSEWHERE"])
         sys.stdout.close()
-    return drops_invalid_json(client, prompt)
+    return asks_after_the_answer(client, prompt)

@@ -217,10 +217,10 @@ def test_a_folder_that_cannot_be_written_is_said_and_the_verdict_stands(
     read_only_dir: Path, tmp_path: Path
 ) -> None:
     said = f"warning: --database {read_only_dir}: cannot write there (it is read-only), so failing runs are"
-    target = "tests.testing.targets:drops_invalid_json"
+    target = "tests.testing.targets:asks_after_the_answer"
     found = CliRunner().invoke(app, ["fuzz", "--target", target, "--examples", "60", "--database",
                                      str(read_only_dir), "--save", str(tmp_path)])  # fmt: skip
-    assert found.exit_code == 1 and "! pairing: request 2" in found.output, found.output
+    assert found.exit_code == 1 and "! request_after_final: " in found.output, found.output
     assert [line for line in found.output.splitlines() if "--database" in line] == [f"{said} not kept"]
     ours = CliRunner().invoke(app, ["fuzz", "--examples", "5", "--database", str(read_only_dir)])
     assert ours.exit_code == 0 and "every invariant held" in ours.output, ours.output
@@ -236,8 +236,8 @@ class BreaksMidCampaign(InMemoryExampleDatabase):
 
 def test_a_database_failing_mid_campaign_is_said_once_and_the_verdict_stands() -> None:
     database = Guarded(BreaksMidCampaign(), "redis://default:***@db:6379", secret="S3cret")
-    campaign = fuzz_target(targets.drops_invalid_json, examples=60, seed=0, database=database)
-    assert campaign.failure is not None and campaign.violations[0].invariant == "pairing"
+    campaign = fuzz_target(targets.asks_after_the_answer, examples=60, seed=0, database=database)
+    assert campaign.failure is not None and "request_after_final" in {v.invariant for v in campaign.violations}
     assert database.problem == (
         "--database redis://default:***@db:6379 failed (ConnectionError: Error 104 while writing to socket:"
         " AUTH default *** rejected), so it was not used for the rest of the run"
