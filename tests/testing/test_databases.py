@@ -237,7 +237,9 @@ class BreaksMidCampaign(InMemoryExampleDatabase):
 def test_a_database_failing_mid_campaign_is_said_once_and_the_verdict_stands() -> None:
     database = Guarded(BreaksMidCampaign(), "redis://default:***@db:6379", secret="S3cret")
     campaign = fuzz_target(targets.asks_after_the_answer, examples=60, seed=0, database=database)
-    assert campaign.failure is not None and "request_after_final" in {v.invariant for v in campaign.violations}
+    assert campaign.failure is not None and "request_after_final" in {
+        v.invariant for v in campaign.violations
+    }
     assert database.problem == (
         "--database redis://default:***@db:6379 failed (ConnectionError: Error 104 while writing to socket:"
         " AUTH default *** rejected), so it was not used for the rest of the run"
