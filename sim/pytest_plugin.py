@@ -287,6 +287,7 @@ def sim_cassette(request: pytest.FixtureRequest) -> Iterator[Any]:
         unused = len(cassette.data) - cassette.play_count
         pytest.fail(
             f"cassette {path} only partly played: {unused} of {len(cassette.data)} interactions unused"
+            " (--sim-record=all records it again, keeping only what the test sends)"
         )
 
 

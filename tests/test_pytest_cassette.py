@@ -83,7 +83,9 @@ def test_record_once_then_replay_offline(
     cassette.write_text(yaml.safe_dump(data))
     partly = pytester.runpytest_subprocess()
     partly.assert_outcomes(passed=1, errors=1)
-    partly.stdout.fnmatch_lines(["*only partly played: 1 of 2 interactions unused*"])
+    partly.stdout.fnmatch_lines(
+        ["*only partly played: 1 of 2 interactions unused (--sim-record=all records it again, keeping only*"]
+    )
 
 
 def test_without_a_cassette_replay_mode_never_reaches_the_network(
