@@ -21,13 +21,15 @@ from sim.adapters.settings import UpstreamCredentials
 from sim.cassette.reader import looks_like_cassette
 from sim.cassette.scrubbing import Scrubber
 from sim.cassette.secrets import require_scrubbable
+from sim.cassette.upstream import UpstreamUrl
 from sim.cassette.writer import write_cassette
 from sim.cli.serving import read_key
 from sim.cli.terminal import JsonFlag, ReportFile, err, out, print_json, usage_error, write_report_if_asked
 from sim.cli.verdicts import files_given
 from sim.core.errors import CassetteError, ConfigurationError, ScenarioError
 from sim.core.model import Usage
-from sim.core.transcript import counted, visible
+from sim.core.transcript import counted
+from sim.core.untrusted import visible
 from sim.drift.compare import Drift, compared_json
 from sim.drift.prices import PRICES, cost
 from sim.drift.scenarios import recording_of
@@ -79,8 +81,10 @@ def drift(
 ) -> None:
     """Ask each recorded conversation again of the live API (the recorded tool results kept) and say which
     replies drifted: same, compatible (other wording, other valid arguments) or breaking (exit 1)."""
-    if not upstream.startswith(("http://", "https://")):
-        raise usage_error(f"--upstream must be an http(s) URL, not {upstream!r}")
+    try:
+        asked = UpstreamUrl.parse(upstream)  # as `sim proxy` parses it: no user or password, the query kept
+    except ValueError as error:
+        raise usage_error(str(error)) from None
     try:
         credentials = UpstreamCredentials.load(api_key=read_key(key_file) if key_file is not None else None)
         require_scrubbable("the upstream key" if key_file else "OPENAI_API_KEY", credentials.api_key)
@@ -90,7 +94,8 @@ def drift(
     files = files_given(paths)
     targets = _rerecord_targets(files, rerecord, force) if rerecord is not None else {}
     scrubber = Scrubber(credentials.secrets)
-    results = asyncio.run(_all(files, upstream, credentials.headers, max_requests, concurrency, api))
+    headers = asked.credentials(credentials.headers)
+    results = asyncio.run(_all(files, upstream, headers, max_requests, concurrency, api, credentials.secrets))
     if as_json:
         print_json(scrubber.value(_as_json(results, table)))
     else:
@@ -128,13 +133,14 @@ async def _all(
     max_requests: int | None,
     concurrency: int,
     api: Api,
+    secrets: tuple[str, ...] = (),
 ) -> list[FileDrift]:
     limit = asyncio.Semaphore(concurrency)
     timeout = httpx2.Timeout(120, connect=15)
     async with httpx2.AsyncClient(
         timeout=timeout, follow_redirects=False, transport=transport_factory()
     ) as client:
-        upstream = Upstream(base_url, headers, client)
+        upstream = Upstream(base_url, headers, client, secrets=secrets)
 
         async def one(path: Path) -> FileDrift:
             async with limit:
@@ -298,7 +304,7 @@ def _rerecord(results: list[FileDrift], targets: dict[str, Path], secrets: tuple
         try:
             write_cassette(target, exchanges, sim=None, secrets=secrets)
         except CassetteError as error:
-            err.print(f"! {target}: {error}", markup=False)
+            err.print(f"! {visible(f'{target}: {error}')}", markup=False)
             written = False
             continue
         except OSError as error:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,8 @@ import httpx2
 from sim.adapters.body_bytes import GrowingItems, assemble, dumps
 from sim.cassette.conversations import Conversation, Exchange, HttpFailure, conversations
 from sim.cassette.reader import RecordedRequest, RecordedResponse, read_cassette
+from sim.cassette.scrubbing import Scrubber
+from sim.cassette.upstream import UpstreamUrl
 from sim.cassette.writer import Exchange as WrittenExchange
 from sim.core.errors import AgentError
 from sim.core.json_text import loads
@@ -94,15 +96,37 @@ REPLY_SECONDS = 600.0
 
 @dataclass(frozen=True, slots=True)
 class Upstream:
-    """Where and how to ask: the base URL (`https://api.openai.com/v1`), the credential headers (never
-    written or shown), the HTTP client (a test's in-process transport, or the network), and the bounds of
-    one reply: its size in bytes and its time in seconds, the whole of it."""
+    """Where and how to ask: the base URL (`https://api.openai.com/v1`, parsed as `sim proxy` parses its
+    own: `ValueError` for one with a user or password), the credential headers (never written or shown),
+    the HTTP client (a test's in-process transport, or the network), the bounds of one reply (its size in
+    bytes and its time in seconds, the whole of it), and the secrets (the key, the account ids) taken out of
+    each live reply's text and calls before they are compared or shortened to be shown."""
 
     base_url: str
     headers: Mapping[str, str]
     client: httpx2.AsyncClient
     max_reply_bytes: int = MAX_REPLY_BYTES
     deadline: float = REPLY_SECONDS
+    secrets: tuple[str, ...] = ()
+    url: UpstreamUrl = field(init=False, repr=False)
+    scrubber: Scrubber = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "url", UpstreamUrl.parse(self.base_url))
+        object.__setattr__(self, "scrubber", Scrubber(self.secrets))
+
+    def heard(self, answer: Answer) -> Answer:
+        """A live answer whose text and calls have the secrets and anything shaped like a credential taken
+        out, before any of it is compared or shortened to be shown (a key cut short is no longer found)."""
+        said = self.scrubber.text
+        message = answer.reply.message
+        calls = tuple(
+            call.model_copy(update={"name": said(call.name), "arguments": said(call.arguments)})
+            for call in message.tool_calls
+        )
+        content = None if message.content is None else said(message.content)
+        clean = message.model_copy(update={"content": content, "tool_calls": calls})
+        return replace(answer, reply=answer.reply.model_copy(update={"message": clean}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +261,7 @@ async def _ask_again(
             return budget
         asked.exchanges.append(_written(exchange, upstream, sent, response))
         if response.status >= 400:
-            said = _error_text(response)
+            said = _error_text(response, upstream.scrubber)
             asked.unanswered = f"turn {turn}: HTTP {response.status}: {said}"
             compared = Compared(Drift.breaking, f"an error: HTTP {response.status}: {said}")
             asked.turns.append(
@@ -246,7 +270,7 @@ async def _ask_again(
             asked.stopped = _stopped(turn, conversation)
             return budget
         try:
-            now = sender.answer(response)
+            now = upstream.heard(sender.answer(response))
         except (AgentError, ValueError) as error:
             compared = Compared(Drift.breaking, f"the live reply cannot be read: {error}")
             asked.turns.append(
@@ -291,7 +315,7 @@ async def _send(
     upstream: Upstream, exchange: Exchange, body: bytes, result: FileDrift
 ) -> RecordedResponse | Unanswered:
     """The upstream's reply, read as it streams in, within the reply's bounds of size and time."""
-    url = upstream.base_url.rstrip("/") + exchange.codec.endpoint
+    url = upstream.url.target(exchange.codec.endpoint)
     headers = {"content-type": "application/json", **upstream.headers}
     started = time.perf_counter()
     try:
@@ -323,18 +347,19 @@ def _bytes(size: int) -> str:
     return f"{size // 1024**2} MiB" if size % 1024**2 == 0 else f"{size} bytes"
 
 
-def _error_text(response: RecordedResponse) -> str:
+def _error_text(response: RecordedResponse, scrubber: Scrubber) -> str:
     body = response.json()
     error = body.get("error") if isinstance(body, dict) else None
     message = error.get("message") if isinstance(error, dict) else None
-    return preview(str(message) if message is not None else response.body.decode("utf-8", "replace"), 120)
+    said = str(message) if message is not None else response.body.decode("utf-8", "replace")
+    return preview(scrubber.text(said), 120)  # scrubbed whole: a key cut short is no longer found
 
 
 def _written(
     exchange: Exchange, upstream: Upstream, body: bytes, response: RecordedResponse
 ) -> WrittenExchange:
     """The exchange as a cassette would hold it: the request as sent, no credential header."""
-    uri = upstream.base_url.rstrip("/") + exchange.codec.endpoint
+    uri = upstream.url.target(exchange.codec.endpoint, shown=True)
     kept = {
         name: values for name, values in response.headers.items() if name in ("content-type", "openai-model")
     }
