@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-import re
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +28,7 @@ from sim.cassette.compact import (
 from sim.cassette.stored_body import MAX_BODY_BYTES, BodyTooLarge, body_bytes, decompress, sse_lines
 from sim.core.errors import CassetteError
 from sim.core.json_text import loads
+from sim.scenario.user_files import FileRefused, opened, read_text
 from sim.scenario.yaml_source import YamlLoader, YamlTooLarge, check_limits, may_alias, yaml_problem
 
 
@@ -302,10 +303,17 @@ class Cassette:
     """Whether request bodies may extend earlier ones (`sim compact`); `sim expand` writes them in full."""
 
 
+MAX_CASSETTE_BYTES = 512 * 1024 * 1024
+"""The largest cassette file read (four times a plain 1,000-turn session; parsed, a file takes several
+times its size; `sim compact` writes long sessions tens of times smaller)."""
+
+
 def load_data(path: Path) -> Any:
     """A cassette file's data as YAML gives it (limits checked), for tools that rewrite the file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, MAX_CASSETTE_BYTES, "a cassette")
+    except FileRefused as error:
+        raise CassetteError(str(error)) from None
     except (OSError, UnicodeDecodeError) as error:
         raise CassetteError(f"{path}: cannot read: {error}") from error
     with _collector_paused():
@@ -459,12 +467,23 @@ def _json_or_none(body: bytes | None) -> Any:
         return None
 
 
-_INTERACTIONS = re.compile(r"^interactions:", re.MULTILINE)
+_INTERACTIONS = b"\ninteractions:"
+_PIECE = 1 << 20
 
 
 def looks_like_cassette(path: Path) -> bool:
-    """Whether a YAML file is a cassette (it has a top-level `interactions:`) rather than a scenario."""
+    """Whether a YAML file is a cassette (it has a top-level `interactions:`) rather than a scenario, its
+    first `MAX_CASSETTE_BYTES` read a piece at a time; a larger file is taken for one (whose reader refuses
+    it), what is no regular file for none (the scenario's reader refuses it)."""
     try:
-        return bool(_INTERACTIONS.search(path.read_text(encoding="utf-8", errors="replace")))
-    except OSError:
+        with opened(path) as file:
+            if os.fstat(file.fileno()).st_size > MAX_CASSETTE_BYTES:
+                return True
+            tail, left = b"\n", MAX_CASSETTE_BYTES
+            while left > 0 and (piece := file.read(min(_PIECE, left))):
+                if _INTERACTIONS in tail + piece:
+                    return True
+                tail, left = piece[1 - len(_INTERACTIONS) :], left - len(piece)
+    except (OSError, FileRefused):
         return False
+    return False

@@ -17,6 +17,7 @@ from sim.cassette.writer import cassette_pieces, write_pieces
 from sim.cli.terminal import err, out, usage_error
 from sim.core.errors import CassetteError
 from sim.core.transcript import counted
+from sim.scenario.user_files import refusal
 
 Cassettes = Annotated[list[Path], typer.Argument(metavar="FILES", help="Cassette files, rewritten in place.")]
 
@@ -28,6 +29,8 @@ Rewrite = Callable[[Mapping[str, Any]], tuple[Iterable[Any], dict[str, Any]]]
 def _rewrite(files: list[Path], change: Rewrite, did: str) -> None:
     failed = False
     for file in files:
+        if (refused := refusal(file)) is not None:  # a FIFO, a device, a folder
+            raise usage_error(str(refused))
         if not file.is_file():
             raise usage_error(f"no such file: {file}")
     for file in files:

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from sim.core.errors import ScenarioError
+from sim.scenario.user_files import FileRefused, read_text
 
 try:
     from yaml import CSafeLoader as YamlLoader
@@ -177,15 +178,13 @@ def yaml_problem(path: Path, error: yaml.YAMLError | YamlTooLarge, text: str) ->
 
 
 def read_yaml(path: Path) -> YamlDocument:
-    """Parse one YAML document; syntax errors, duplicate keys, multiple documents and files past the
-    limits (size, nesting, alias expansion) are `ScenarioError`s saying where."""
+    """Parse one YAML document; syntax errors, duplicate keys, multiple documents, files past the limits
+    (size, nesting, alias expansion) and what is no regular file (a FIFO) are `ScenarioError`s saying
+    where."""
     try:
-        if (size := path.stat().st_size) > MAX_SCENARIO_BYTES:
-            raise ScenarioError(
-                f"{path}: {size / 1024 / 1024:.1f} MiB is more than a scenario file may hold"
-                f" ({MAX_SCENARIO_BYTES // 1024 // 1024} MiB)"
-            )
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, MAX_SCENARIO_BYTES, "a scenario file")
+    except FileRefused as error:
+        raise ScenarioError(str(error)) from None
     except (OSError, UnicodeDecodeError) as error:
         raise ScenarioError(f"{path}: cannot read: {error}") from error
     loader = YamlLoader(text)
