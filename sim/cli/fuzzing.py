@@ -4,6 +4,7 @@ with replies drawn from the tools it offers; `--replay` plays a saved failing ru
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Annotated
@@ -29,7 +30,7 @@ from sim.core.transcript import counted
 from sim.core.untrusted import visible
 from sim.scenario.loader import load_scenario
 from sim.testing.campaign import fuzz as fuzz_campaign
-from sim.testing.campaign import save_scenario
+from sim.testing.campaign import save_counterexample, save_scenario
 from sim.testing.databases import Guarded, example_database
 from sim.testing.invariants import Violation
 from sim.testing.replies import Profile
@@ -126,7 +127,7 @@ def fuzz(
             raise usage_error(str(error)) from None
     _database_problem(kept)
     if campaign.failure is not None:
-        campaign.saved = _save(campaign, save, seed)
+        campaign.saved = _kept(partial(_save, campaign, save, seed), save)
     vacuous = None if campaign.violations else campaign.vacuous()
     if as_json:
         summary = {
@@ -170,6 +171,17 @@ def _database_problem(database: Guarded | None) -> None:
     """The database's problem in one line on standard error, if it had one (the verdict follows as ever)."""
     if database is not None and database.problem:
         err.print(f"warning: {visible(database.problem)}", markup=False)
+
+
+def _kept(write: Callable[[], Path], folder: Path) -> Path | None:
+    """The file `write` wrote, or None when it could not: said in one line on standard error (the verdict
+    follows as ever)."""
+    try:
+        return write()
+    except OSError as error:
+        why = error.strerror or str(error)
+        err.print(f"warning: cannot save the failing run in {visible(str(folder))}: {why}", markup=False)
+        return None
 
 
 def _say(violations: list[Violation]) -> None:
@@ -234,10 +246,10 @@ def _own_loop(
 ) -> None:
     with Progress(console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
         advance = partial(bar.advance, bar.add_task("fuzzing", total=examples))
-        report = fuzz_campaign(
-            examples=examples, seed=seed, via=via.value, save_dir=save, on_run=advance, database=database
-        )
+        report = fuzz_campaign(examples=examples, seed=seed, via=via.value, on_run=advance, database=database)
     _database_problem(database)
+    if report.failure is not None:
+        report.saved = _kept(partial(save_counterexample, report.failure, save, seed), save)
     violations = report.failure.violations if report.failure else []
     if as_json:
         summary = {
@@ -253,8 +265,9 @@ def _own_loop(
         out.print(f"tool results: {counts(report.error_codes)}", markup=False)
     if violations and not as_json:
         _say(violations)
-        out.print(f"smallest failing scenario: {report.saved} (to reproduce it: sim play {report.saved})",
-                  markup=False)  # fmt: skip
+        if report.saved is not None:
+            out.print(f"smallest failing scenario: {report.saved} (to reproduce it: sim play {report.saved})",
+                      markup=False)  # fmt: skip
     elif not as_json:
         out.print(Text("every invariant held", style="green"))
     write_report_if_asked(html_report, lambda: fuzzed(report, None))

@@ -16,7 +16,10 @@ from sim.cli import app
 from sim.core.errors import ConfigurationError
 from sim.testing.replies import Profile
 from sim.testing.target import allowed, fuzz_target, load_target, target_of
+from tests.filesystems import read_only_dir
 from tests.testing import targets
+
+__all__ = ["read_only_dir"]  # the fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 SIM = [sys.executable, "-m", "sim.cli"]
@@ -237,3 +240,14 @@ def test_nothing_a_target_does_to_its_process_reaches_sim(tmp_path: Path) -> Non
     finally:
         if child_pid.exists() and _alive(pid := int(child_pid.read_text())):
             os.kill(pid, 9)
+
+
+def test_a_failing_run_that_cannot_be_saved_is_one_line_and_the_verdict_stands(read_only_dir: Path) -> None:
+    target = "tests.testing.targets:asks_after_the_answer"
+    done = CliRunner().invoke(
+        app, ["fuzz", "--target", target, "--examples", "60", "--save", str(read_only_dir)]
+    )
+    assert done.exit_code == 1 and not isinstance(done.exception, OSError), done.output
+    assert "! request_after_final: " in done.output and "smallest failing run" not in done.output
+    said = f"warning: cannot save the failing run in {read_only_dir}: Read-only file system"
+    assert [line for line in done.output.splitlines() if "warning" in line] == [said]
