@@ -55,12 +55,18 @@ CREDENTIAL_PATTERNS: dict[str, re.Pattern[str]] = {
 
 
 def require_scrubbable(name: str, key: str) -> None:
-    """`ConfigurationError` (never showing the key) when `key` is too short to be scrubbed safely."""
+    """`ConfigurationError` (never showing the key) when `key` is too short to be scrubbed safely, or holds
+    a `<` or `>` (what stands around `<redacted>` could spell it again)."""
     if len(key) < MIN_KEY_CHARS:
         raise ConfigurationError(
             f"{name} has {len(key)} characters: sim records only with keys of at least {MIN_KEY_CHARS},"
             " since a shorter one cannot be told apart from ordinary text (a local endpoint takes any"
             " longer placeholder)"
+        )
+    if "<" in key or ">" in key:
+        raise ConfigurationError(
+            f"{name} holds a < or a >: sim writes {REDACTED} where the key stood, and the text around it"
+            " could spell such a key again"
         )
 
 

@@ -147,6 +147,17 @@ def test_keys_too_short_to_scrub_are_refused_without_being_shown(key: str) -> No
     )
 
 
+def test_a_key_holding_a_bracket_of_the_redaction_is_refused_since_the_redaction_could_spell_it() -> None:
+    key = "d>abcdefgh-0123"
+    glued = "Xd>abcdefgh-0123abcdefgh-0123"  # the key, then what follows it: `<redacted>` ends in `d>`
+    assert key in Scrubber([key]).text(glued)  # why it is refused
+    for bad in (key, "sk-<0123456789"):
+        with pytest.raises(ConfigurationError) as caught:
+            require_scrubbable("OPENAI_API_KEY", bad)
+        said = str(caught.value)
+        assert said.startswith("OPENAI_API_KEY holds a < or a >") and bad not in said
+
+
 @pytest.mark.parametrize(
     "value",
     ["AUTHORIZATION-XXX", "OPENAI-ORG-XXX", "COOKIE-XXX", "<filtered>", "REDACTED", "***", "Bearer dummy",
