@@ -27,12 +27,14 @@ from sim.cli.terminal import (
     open_one,
     out,
     print_json,
+    report_after,
     usage_error,
     write_report_if_asked,
 )
 from sim.cli.verdicts import each, files_given, verdicts
 from sim.core.errors import CassetteError, ScenarioError
-from sim.core.transcript import counted, turns, visible
+from sim.core.transcript import counted, turns
+from sim.core.untrusted import visible
 from sim.player import PlayReport, Via, play_file
 from sim.scenario.loader import load_scenario
 from sim.scenario.outline import outline
@@ -66,8 +68,8 @@ def play(
         return play_file(path, via=mode, stream=stream, api=api, chain=chain)
 
     reports = each(files_given(paths), "playing", one, as_json)
-    write_report_if_asked(report, lambda: played(reports))
-    verdicts(reports, [f"{r.outcome}, {turns(r.turns)}" for r in reports], verbose, as_json)
+    with report_after(report, lambda: played(reports)):
+        verdicts(reports, [f"{r.outcome}, {turns(r.turns)}" for r in reports], verbose, as_json)
 
 
 def check(
@@ -99,21 +101,22 @@ def check(
         except ScenarioError as error:
             results.append({"path": str(path), "kind": "scenario", "valid": False, "findings": [str(error)]})
     invalid = [result for result in results if not result["valid"]]
-    write_report_if_asked(report, lambda: checked(results))
     if as_json:
         print_json(results)
     else:
         for result in results:
             for line in result["findings"]:
                 style = "red" if ": serious: " in line or result["kind"] == "scenario" else "yellow"
-                out.print(Text(line, style=style))
+                out.print(Text(visible(line), style=style))
+            checked_path = visible(result["path"])
             if result["valid"]:
-                out.print(Text.assemble(("ok ", "green"), result["path"]))
+                out.print(Text.assemble(("ok ", "green"), checked_path))
             elif result["kind"] == "scenario":
-                out.print(Text.assemble(("invalid ", "red"), result["path"]))
+                out.print(Text.assemble(("invalid ", "red"), checked_path))
             else:
-                out.print(Text.assemble(("serious findings ", "red"), result["path"]))
+                out.print(Text.assemble(("serious findings ", "red"), checked_path))
         out.print(f"{len(results) - len(invalid)} ok, {len(invalid)} failed")
+    write_report_if_asked(report, lambda: checked(results))
     if invalid:
         raise typer.Exit(1)
 
@@ -150,8 +153,8 @@ def replay(
     """Replay recorded sessions offline (no key, no network, no command run); compare with the recording."""
     reports = each(files_given(paths), "replaying", replay_file, as_json)
     details = [f"{r.outcome}, {turns(r.turns)}, {counted(r.interactions, 'interaction')}" for r in reports]
-    write_report_if_asked(report, lambda: replayed(reports))
-    verdicts(reports, details, verbose, as_json)
+    with report_after(report, lambda: replayed(reports)):
+        verdicts(reports, details, verbose, as_json)
 
 
 def convert(
@@ -204,7 +207,8 @@ def _runs(cassette: Path) -> list[Conversation]:
         first = conversation.exchanges[0]
         if first.request_problem:
             where = f"interaction {first.interaction.index}"
-            err.print(f"skipped {where}: its request cannot be read: {first.request_problem}", markup=False)
+            why = visible(first.request_problem)
+            err.print(f"skipped {where}: its request cannot be read: {why}", markup=False)
         else:
             found += runs(conversation)
     return found

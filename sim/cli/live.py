@@ -27,6 +27,7 @@ from sim.core.loop import DEFAULT_MAX_TURNS, AgentRunner, RunEnding
 from sim.core.messages import CHAT_MESSAGES
 from sim.core.tools import ToolRegistry
 from sim.core.transcript import describe
+from sim.core.untrusted import visible
 from sim.tools.shell import shell_tool
 
 
@@ -120,6 +121,7 @@ def record(
             max_completion_tokens=max_completion_tokens,
             secrets=settings.secrets,
             compact=compact,
+            force=force,
         )
     except CassetteError as failure:
         err.print(f"error: {scrubber.text(str(failure))}", markup=False)
@@ -205,8 +207,9 @@ def _report(runner: AgentRunner, ending: RunEnding, as_json: bool, scrubber: Scr
         }
         print_json(scrubber.value(report))
     elif final_text is not None:
-        out.print(final_text, markup=False)
+        for line in final_text.split("\n"):  # the reply's lines, each shown as it is
+            out.print(visible(line), markup=False)
     if error is not None:
         outcome = "" if ending.outcome == "error" else f"{ending.outcome}: "
-        err.print(f"error: {outcome}{scrubber.text(str(error))}", markup=False)
+        err.print(f"error: {outcome}{visible(scrubber.text(str(error)))}", markup=False)
         raise typer.Exit(2 if isinstance(error, ConfigurationError) else 1)

@@ -14,16 +14,21 @@ from rich.progress import Progress
 from rich.text import Text
 
 from sim.cli.terminal import err, out, print_json, usage_error
+from sim.core.untrusted import visible
 from sim.scenario.loader import scenario_files
+from sim.scenario.user_files import refusal
 
 PROGRESS_FROM_FILES = 20
 
 
 def files_given(paths: list[Path]) -> list[Path]:
-    """The YAML files `paths` name or hold; a usage error for a path that does not exist, or none found."""
+    """The YAML files `paths` name or hold (what is no regular file in a folder left out); a usage error for
+    a path that does not exist or is no regular file or folder, or when none is found."""
     for path in paths:
         if not path.exists():
             raise usage_error(f"no such file or folder: {path}")
+        if not path.is_dir() and (refused := refusal(path)) is not None:  # a FIFO, a device
+            raise usage_error(str(refused))
     files = scenario_files(paths)
     if not files:
         raise usage_error(f"no YAML files (*.yaml, *.yml) in: {', '.join(map(str, paths))}")
@@ -73,14 +78,15 @@ def verdicts(reports: Sequence[FileReport], details: list[str], verbose: bool, a
         print_json([{**asdict(r), "passed": r.passed} for r in reports])
     else:
         for report, detail in zip(reports, details, strict=True):
+            path = visible(report.path)
             if report.passed:
-                out.print(Text.assemble(("PASS ", "green"), report.path, (f" ({detail})", "dim")))
+                out.print(Text.assemble(("PASS ", "green"), path, (f" ({visible(detail)})", "dim")))
             else:
-                out.print(Text.assemble(("FAIL ", "red"), report.path))
+                out.print(Text.assemble(("FAIL ", "red"), path))
             for line in report.problems if verbose or not report.passed else ():
-                out.print(f"  ! {line}", markup=False)
+                out.print(f"  ! {visible(line)}", markup=False)
             for line in report.transcript if verbose else ():
-                out.print(f"  {line}", markup=False)
+                out.print(f"  {visible(line)}", markup=False)
         out.print(f"{len(reports) - len(failed)} passed, {len(failed)} failed")
     if failed:
         raise typer.Exit(1)
