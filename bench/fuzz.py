@@ -25,6 +25,7 @@ import cProfile
 import json
 import os
 import pstats
+import resource
 import statistics
 import subprocess
 import sys
@@ -93,20 +94,23 @@ def target_campaign(examples: int, seed: int) -> float:
     return examples / (time.perf_counter() - started)
 
 
-def command_campaign(examples: int) -> float:
+def command_campaign(examples: int) -> tuple[float, float]:
     """Milliseconds an example adds to `sim fuzz --target examples.openai_loop:run_agent` as users run it
-    (the whole command, its worker process included): the wall time of `examples` examples less that of
-    one, over the examples between."""
+    (the whole command, its worker process included): the wall time, and the CPU time of sim and its worker
+    (which a busy machine disturbs less), of `examples` examples less those of one, over the examples
+    between."""
 
-    def wall(count: int) -> float:
+    def spent(count: int) -> tuple[float, float]:
         command = [sys.executable, "-m", "sim.cli", "fuzz", "--target", "examples.openai_loop:run_agent",
                    "--examples", str(count), "--json"]  # fmt: skip
-        started = time.perf_counter()
+        before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
         done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+        after, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter() - started
         assert done.returncode == 0, done.stdout + done.stderr
-        return time.perf_counter() - started
+        return wall, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
-    return (wall(examples) - wall(1)) * 1000 / (examples - 1)
+    (many_wall, many_cpu), (one_wall, one_cpu) = spent(examples), spent(1)
+    return (many_wall - one_wall) * 1000 / (examples - 1), (many_cpu - one_cpu) * 1000 / (examples - 1)
 
 
 SUITE = """
@@ -191,9 +195,10 @@ def main() -> None:
     parser.add_argument("--command", action="store_true", help="time the `sim fuzz --target` command instead")
     options = parser.parse_args()
     if options.command:
-        costs = [command_campaign(options.examples) for _ in range(options.repeats)]
+        walls, cpus = zip(*(command_campaign(options.examples) for _ in range(options.repeats)), strict=True)
         print(f"sim fuzz --target examples.openai_loop:run_agent, {options.examples} examples, medians of"
-              f" {options.repeats}: {statistics.median(costs):.2f} ms an example")  # fmt: skip
+              f" {options.repeats}: {statistics.median(walls):.2f} ms an example (wall),"
+              f" {statistics.median(cpus):.2f} ms (CPU)")  # fmt: skip
         return
     if options.where:
         where_the_time_goes(lambda: bare_campaign(options.examples, 0), "bare 30-line loop")
