@@ -147,6 +147,28 @@ def test_keys_too_short_to_scrub_are_refused_without_being_shown(key: str) -> No
     )
 
 
+def test_the_pytest_markers_recorder_removes_the_glued_key_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The marker's vcrpy persister writes through the same scrubbing writer, with OPENAI_API_KEY."""
+    from vcr.request import Request
+
+    from sim.cassette.vcr_support import sim_vcr
+
+    monkeypatch.setenv("OPENAI_API_KEY", HEX_KEY)
+    said = " ".join(glue.format(HEX_KEY) for glue in GLUED)
+    body = json.dumps({"messages": [{"role": "user", "content": said}]})
+    uri = f"https://api.example.com/v1/chat/completions?note={said[:40]}"
+    request = Request("POST", uri, body, {"x-note": said})
+    response = {"status": {"code": 200, "message": "OK"}, "headers": {"content-type": ["text/event-stream"]},
+                "body": {"string": sse(said).encode()}}  # fmt: skip
+    path = tmp_path / "marker.yaml"
+    sim_vcr("all").persister.save_cassette(str(path), {"requests": [request], "responses": [response]}, None)
+    text = path.read_text()
+    streamed = yaml.safe_load(text)["interactions"][0]["response"]["body"]["string"]
+    assert HEX_KEY not in text and joined(streamed)[0] == " ".join(glue.format(REDACTED) for glue in GLUED)
+
+
 def test_a_key_holding_a_bracket_of_the_redaction_is_refused_since_the_redaction_could_spell_it() -> None:
     key = "d>abcdefgh-0123"
     glued = "Xd>abcdefgh-0123abcdefgh-0123"  # the key, then what follows it: `<redacted>` ends in `d>`
