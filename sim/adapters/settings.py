@@ -70,6 +70,11 @@ class Settings:
         if missing:
             raise ConfigurationError(f"Missing required settings: {', '.join(missing)}")
         base_url = values["OPENAI_BASE_URL"]
+        if "@" in urlsplit(base_url).netloc:  # a user or password, however its port reads
+            raise ConfigurationError(
+                "OPENAI_BASE_URL must not carry a user or password: the key goes as a Bearer token"
+                " (OPENAI_API_KEY), and a URL is printed and recorded"
+            )
         if urlsplit(base_url).scheme not in ("http", "https") or not urlsplit(base_url).netloc:
             raise ConfigurationError(f"OPENAI_BASE_URL must be an http(s) URL, not {base_url!r}")
         try:

@@ -98,6 +98,25 @@ def test_a_base_url_port_out_of_range_is_a_configuration_error(monkeypatch: pyte
         Settings.load()
 
 
+@pytest.mark.parametrize(
+    "url",
+    ["http://user:hunter2-PASSWORD@127.0.0.1:8000/v1", "ftp://u:hunter2-PASSWORD@x/v1",
+     "http://hunter2-PASSWORD@127.0.0.1/v1", "http://127.0.0.1:99999:hunter2-PASSWORD@x/v1"],
+)  # fmt: skip
+def test_a_user_or_password_in_the_base_url_is_refused_without_showing_it(
+    monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    """It would be sent as Basic auth and recorded in every request's uri by `sim record`."""
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_MODEL", "m")
+    with pytest.raises(
+        ConfigurationError, match="OPENAI_BASE_URL must not carry a user or password"
+    ) as caught:
+        Settings.load()
+    assert "hunter2" not in str(caught.value)
+
+
 def test_account_ids_are_secrets_too(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "http://x/v1")
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
