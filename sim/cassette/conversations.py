@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from sim.adapters.apis import Codec
-from sim.cassette.reader import Cassette, RecordedInteraction
+from sim.cassette.reader import Cassette, RecordedInteraction, collector_paused
 from sim.core.errors import AgentError
 from sim.core.messages import (
     AssistantMessage,
@@ -311,6 +311,11 @@ def conversations(cassette: Cassette) -> list[Conversation]:
     conversation it continues best (the one whose last reply it carries, then the one it repeats most
     of), so conversations that take turns (concurrent tests, several agents) stay whole; a request that
     cannot be read stands alone."""
+    with collector_paused():  # reading builds a message or more per request, and no cycle
+        return _conversations(cassette)
+
+
+def _conversations(cassette: Cassette) -> list[Conversation]:
     found: list[Conversation] = []
     replied: dict[str, _Replied] = {}
     parallel = _ParallelReplies()

@@ -316,12 +316,12 @@ def load_data(path: Path) -> Any:
         raise CassetteError(str(error)) from None
     except (OSError, UnicodeDecodeError) as error:
         raise CassetteError(f"{path}: cannot read: {error}") from error
-    with _collector_paused():
+    with collector_paused():
         return _load(path, text)
 
 
 @contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """The cyclic garbage collector paused: reading builds hundreds of thousands of acyclic objects, and
     each full collection would walk all of them again (reading a 4,000-turn cassette took 3 times as long)."""
     enabled = gc.isenabled()
@@ -335,7 +335,7 @@ def _collector_paused() -> Iterator[None]:
 
 def read_cassette(path: Path | str) -> Cassette:
     """Read any vcrpy cassette; `CassetteError` saying where when it cannot be read."""
-    with _collector_paused():
+    with collector_paused():
         return _read_cassette(Path(path))
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -372,3 +374,26 @@ def test_a_long_compact_chain_is_read_in_time_linear_in_its_length(
     chain: every request hashed and compared the whole conversation before it)."""
     short, long = (_work_per_request(tmp_path, monkeypatch, count) for count in (50, 200))
     assert long <= 1.5 * short, (short, long)
+
+
+def test_grouping_leaves_the_collector_paused(tmp_path: Path) -> None:
+    """Grouping builds messages and no cycle: a collection then would only walk what was read, again and
+    again as a long file is (a tenth of `sim check` at 16,000 interactions)."""
+    path = tmp_path / "chain.yaml"
+    path.write_text(compact_chain(100))
+    cassette = read_cassette(path)
+    collections: list[str] = []
+
+    def count(phase: str, info: dict[str, int]) -> None:
+        grouping = [frame.name for frame in traceback.extract_stack() if frame.name == "_conversations"]
+        collections.extend(grouping)  # a collection while the requests are grouped (not as it starts or ends)
+
+    thresholds = gc.get_threshold()
+    gc.set_threshold(1)  # a collection at every allocation the collector sees
+    gc.callbacks.append(count)
+    try:
+        found = conversations(cassette)
+    finally:
+        gc.callbacks.remove(count)
+        gc.set_threshold(*thresholds)
+    assert len(found[0].exchanges) == 100 and collections == [] and gc.isenabled()
