@@ -13,11 +13,13 @@ A fork costs no start-up (the worker has every module the parent imported); it i
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import os
 import select
 import signal
 import sys
+import threading
 import traceback
 from collections import Counter
 from collections.abc import Callable
@@ -63,21 +65,40 @@ def in_worker(work: Callable[[Send], dict[str, Any]], on_event: Callable[[dict[s
     sys.stdout.flush()
     sys.stderr.flush()
     reading, writing = os.pipe()
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:  # the worker: never returns into the caller's code
         os.close(reading)
-        _work(work, writing)
+        _work(work, writing, parent)
     os.close(writing)
+    # the worker has a session of its own, so a signal to sim's process group no longer reaches it: sim
+    # ends it on SIGTERM as on Ctrl-C (and, where it is killed outright, the worker dies with it)
+    terminate = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGTERM, _terminated) if terminate else None
     try:
         return _listen(pid, reading, on_event)
     finally:
+        if terminate:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if before is None else before)
         os.close(reading)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)  # the worker, threads and children its target left running
         os.waitpid(pid, 0)
 
 
-def _work(work: Callable[[Send], dict[str, Any]], writing: int) -> None:
+def _terminated(number: int, frame: object) -> None:
+    raise SystemExit(128 + number)
+
+
+def _die_with(parent: int) -> None:
+    """Have the kernel kill this process when `parent` ends (Linux; elsewhere the worker ends its run)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # it ended before that was asked
+        os._exit(0)
+
+
+def _work(work: Callable[[Send], dict[str, Any]], writing: int, parent: int) -> None:
     def send(event: dict[str, Any]) -> None:
         data = memoryview(json.dumps(event).encode() + b"\n")
         while data:
@@ -85,6 +106,7 @@ def _work(work: Callable[[Send], dict[str, Any]], writing: int) -> None:
 
     try:
         os.setsid()
+        _die_with(parent)
         nothing = os.open(os.devnull, os.O_RDONLY)
         os.dup2(nothing, 0)
         os.dup2(2, 1)  # what the target prints goes to standard error, never into sim's output

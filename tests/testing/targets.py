@@ -512,3 +512,8 @@ def misbehaves(client: OpenAI, prompt: str) -> str | None:
         os.chdir(os.environ["SIM_TEST_ELSEWHERE"])
         sys.stdout.close()
     return asks_after_the_answer(client, prompt)
+
+
+def sleeps(client: OpenAI, prompt: str) -> None:
+    """Bug: never returns, and asks nothing first."""
+    time.sleep(3600)

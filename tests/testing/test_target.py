@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -251,3 +252,38 @@ def test_a_failing_run_that_cannot_be_saved_is_one_line_and_the_verdict_stands(r
     assert "! request_after_final: " in done.output and "smallest failing run" not in done.output
     said = f"warning: cannot save the failing run in {read_only_dir}: Read-only file system"
     assert [line for line in done.output.splitlines() if "warning" in line] == [said]
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+@pytest.mark.parametrize(("signal_number", "returncode"), [(15, 143), (9, -9)])
+def test_the_worker_ends_when_sim_is_ended(signal_number: int, returncode: int) -> None:
+    """The worker has a session of its own (a signal to sim's process group does not reach it): SIGTERM
+    ends it through sim, and the kernel kills it when sim is killed outright, mid-run (its target sleeps)."""
+    command = [*SIM, "fuzz", "--target", "tests.testing.targets:sleeps", "--run-seconds", "600"]
+    sim = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not (workers := _children(sim.pid)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert workers, "no worker started"
+        os.kill(sim.pid, signal_number)
+        assert sim.wait(timeout=30) == returncode
+        deadline = time.monotonic() + 10
+        while any(_alive(worker) for worker in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(_alive(worker) for worker in workers)
+    finally:
+        sim.kill()
+        for worker in filter(_alive, workers):
+            os.kill(worker, 9)
