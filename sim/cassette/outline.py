@@ -32,7 +32,7 @@ def _exchange(exchange: Exchange, turn: int) -> list[str]:
     request = exchange.interaction.request
     streamed = " (streamed)" if exchange.streamed else ""
     lines = [
-        f"turn {turn} (interaction {exchange.interaction.index}): {request.method} {request.uri}{streamed}"
+        f"turn {turn} (interaction {exchange.interaction.index + 1}): {request.method} {request.uri}{streamed}"
     ]
     if exchange.request_problem:
         lines.append(f"  ! request cannot be read: {exchange.request_problem}")
@@ -74,7 +74,7 @@ def outline(cassette: Cassette) -> list[str]:
         if not interaction.is_model_call:
             request = interaction.request
             ignored = f"{request.method} {request.uri} (not a model call)"
-            lines.append(f"ignored interaction {interaction.index}: {ignored}")
+            lines.append(f"ignored interaction {interaction.index + 1}: {ignored}")
     if (sim := cassette.sim) is not None:
         told = sim.get("turns")
         took = counted(told, "turn") if isinstance(told, int) else f"{told} turns"

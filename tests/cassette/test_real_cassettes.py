@@ -51,7 +51,7 @@ def test_show_assembles_streamed_tool_calls() -> None:
 @needs_corpus
 def test_show_lists_what_is_ignored_and_http_errors() -> None:
     agno = CliRunner().invoke(app, ["show", str(next(p for p in REAL if "agno" in p.name))]).output
-    assert "ignored interaction 2: POST https://os-api.agno.com/telemetry/runs (not a model call)" in agno
+    assert "ignored interaction 3: POST https://os-api.agno.com/telemetry/runs (not a model call)" in agno
     vision = CliRunner().invoke(app, ["show", str(next(p for p in REAL if "vision" in p.name))]).output
     assert "  = HTTP 400: Error while downloading" in vision
 
