@@ -7,7 +7,8 @@ target, runs the campaign and reports over a pipe, a JSON line per event; the pa
 then ends the worker's whole process group: threads the target left running, and children it started,
 end with it. A worker that ends before it reports (`os._exit`, a signal) is a `crash` finding, never a pass.
 
-A fork costs no start-up (the worker has every module the parent imported); it is POSIX only, as sim is.
+A fork costs no start-up (the worker has every module the parent imported); it needs `os.fork` (POSIX),
+and the worker's death with sim when sim is killed outright is Linux's (`PR_SET_PDEATHSIG`).
 """
 
 from __future__ import annotations
