@@ -92,7 +92,7 @@ def drift(
     except ConfigurationError as error:
         raise usage_error(str(error)) from None
     files = files_given(paths)
-    targets = _rerecord_targets(files, rerecord, force) if rerecord is not None else {}
+    targets = _rerecord_targets(files, paths, rerecord, force) if rerecord is not None else {}
     scrubber = Scrubber(credentials.secrets)
     headers = asked.credentials(credentials.headers)
     results = asyncio.run(_all(files, upstream, headers, max_requests, concurrency, api, credentials.secrets))
@@ -255,19 +255,30 @@ def _as_json(results: list[FileDrift], table: dict[str, tuple[float, float]]) ->
     return {"files": files, "summary": totals}
 
 
-def _rerecord_targets(files: list[Path], folder: Path, force: bool) -> dict[str, Path]:
-    """Where `--rerecord` writes each input's fresh cassette (by the input's path), before anything is
-    asked: a usage error where two inputs share a name, where a cassette would overwrite a file (an input
-    among them) without `--force`, or where the folder cannot be made or written."""
+def _within(file: Path, given: list[Path]) -> Path:
+    """`file`'s path inside the first folder given that holds it (its subfolders kept), else its name."""
+    for folder in given:
+        if folder.is_dir() and file.is_relative_to(folder):
+            return file.relative_to(folder)
+    return Path(file.name)
+
+
+def _rerecord_targets(files: list[Path], given: list[Path], folder: Path, force: bool) -> dict[str, Path]:
+    """Where `--rerecord` writes each input's fresh cassette (by the input's path; a file found in a folder
+    given keeps its place below it), before anything is asked: a usage error where two inputs would be
+    written to one path, where a cassette would overwrite a file (an input among them) without `--force`,
+    or where the folder cannot be made or written."""
     where = f"--rerecord {visible(str(folder))}"
     if folder.exists() and not folder.is_dir():
         raise usage_error(f"{where}: not a folder")
-    named: dict[str, Path] = {}
+    targets: dict[str, Path] = {}
+    written: dict[Path, Path] = {}
     for file in files:
-        if (other := named.setdefault(file.name, file)).resolve() != file.resolve():
+        target = folder / _within(file, given)
+        if (other := written.setdefault(target, file)).resolve() != file.resolve():
             both = f"{visible(str(other))} and {visible(str(file))}"
-            raise usage_error(f"{where}: {both} would both be written to {visible(str(folder / file.name))}")
-    targets = {str(file): folder / file.name for file in files}
+            raise usage_error(f"{where}: {both} would both be written to {visible(str(target))}")
+        targets[str(file)] = target
     existing = [target for target in targets.values() if target.exists() or target.is_symlink()]
     if existing and not force:
         inputs = {file.resolve() for file in files}
@@ -302,6 +313,7 @@ def _rerecord(results: list[FileDrift], targets: dict[str, Path], secrets: tuple
         target = targets[result.path]
         exchanges = [exchange for conversation in result.conversations for exchange in conversation.exchanges]
         try:
+            target.parent.mkdir(parents=True, exist_ok=True)
             write_cassette(target, exchanges, sim=None, secrets=secrets)
         except CassetteError as error:
             err.print(f"! {visible(f'{target}: {error}')}", markup=False)

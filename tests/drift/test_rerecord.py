@@ -94,6 +94,16 @@ def test_two_inputs_of_one_name_are_refused(live: Live, tmp_path: Path) -> None:
     assert live.clients == 0 and not (tmp_path / "fresh").exists()
 
 
+def test_files_of_one_name_in_a_folder_given_keep_their_places_below_it(live: Live, tmp_path: Path) -> None:
+    """As `sim drift cassettes/ --rerecord fresh/` meets `x.yaml` and `responses/x.yaml`."""
+    copies(tmp_path / "in", "same.yaml")
+    copies(tmp_path / "in" / "responses", "same.yaml")
+    done = drift(tmp_path / "in", "--rerecord", tmp_path / "fresh")
+    assert done.exit_code == 1, done.output  # breaking drift, each file re-recorded in its place
+    for written in (tmp_path / "fresh" / "same.yaml", tmp_path / "fresh" / "responses" / "same.yaml"):
+        assert "read_file" in written.read_text()
+
+
 def test_a_rerecord_path_that_is_a_file_is_refused(live: Live, tmp_path: Path) -> None:
     (given,) = copies(tmp_path / "in", "a.yaml")
     refused(drift(given, "--rerecord", given), "--rerecord", "not a folder")
