@@ -1,19 +1,26 @@
 """Hostile files through every command that reads them: a clear one-line error (or finding), bounded time
-and memory, never a traceback or a hang. Each command runs as a real process with a memory cap, so a
-regression fails here instead of taking the machine."""
+and memory, never a traceback or a hang. A file that could take memory (a bomb) or the stack (deep
+nesting) is read by a real process with a memory cap, so a regression fails here instead of taking the
+machine; the others are read in this process, as the command runs there too."""
 
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
+import traceback
 import zlib
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
+from typer.testing import CliRunner
+
+from sim.cli import app
+from tests.hangs import within
 
 ROOT = Path(__file__).resolve().parents[1]
 SIM = [sys.executable, "-m", "sim.cli"]
@@ -35,6 +42,17 @@ def sim(*args: str | Path) -> subprocess.CompletedProcess[str]:
         check=False,
         preexec_fn=_capped,
     )
+
+
+def in_process(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """`sim ARGS` run in this process, told as a process would end: its exit code, what it printed and any
+    traceback that escaped (for files that cannot take the memory or the stack a capped process guards)."""
+    argv = [str(arg) for arg in args]
+    result = CliRunner().invoke(app, argv, env={"OPENAI_API_KEY": "sk-hostile-files-test"})
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+    return subprocess.CompletedProcess(argv, result.exit_code, result.stdout, stderr)
 
 
 def laughs(depth: int = 12) -> str:
@@ -84,10 +102,15 @@ def about_cassette(command: str, *expected: str) -> tuple[str, ...]:
     return (PLAYED_CASSETTE,) if command == "play" else expected
 
 
-def run(command: str, path: Path) -> subprocess.CompletedProcess[str]:
+def run(
+    command: str, path: Path, how: Callable[..., subprocess.CompletedProcess[str]] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`sim COMMAND PATH` in a capped process of its own, or `how` (`in_process`) for files that cannot
+    take the memory or the stack the cap guards."""
+    how = how or sim
     if command == "convert":
-        return sim("convert", path, "-o", path.with_name("out.yaml"), "--force")
-    return sim(command, path)
+        return how("convert", path, "-o", path.with_name("out.yaml"), "--force")
+    return how(command, path)
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -172,9 +195,8 @@ def test_a_raw_control_character_gives_its_position(tmp_path: Path, command: str
     path.write_text(text)
     before = text[: text.index("\x07")]
     line, column = before.count("\n") + 1, len(before) - before.rfind("\n")
-    one_clear_line(
-        run(command, path), path, f":{line}:{column}: YAML syntax: control characters are not allowed"
-    )
+    said = f":{line}:{column}: YAML syntax: control characters are not allowed"
+    one_clear_line(run(command, path, in_process), path, said)
 
 
 BROKEN: dict[str, Callable[[dict], None]] = {
@@ -191,7 +213,7 @@ def test_interactions_of_the_wrong_shape(tmp_path: Path, command: str, broken: s
     BROKEN[broken](data)
     path = tmp_path / "broken.yaml"
     path.write_text(yaml.safe_dump(data))
-    one_clear_line(run(command, path), path, *about_cassette(command, "interaction 0"))
+    one_clear_line(run(command, path, in_process), path, *about_cassette(command, "interaction 0"))
 
 
 def bundled(tmp_path: Path, change: Callable[[dict], None]) -> Path:
@@ -215,7 +237,7 @@ def test_check_refuses_what_replay_refuses(
     tmp_path: Path, change: Callable[[dict], None], expected: str
 ) -> None:
     path = bundled(tmp_path, change)
-    replayed, checked = sim("replay", path), sim("check", path)
+    replayed, checked = in_process("replay", path), in_process("check", path)
     one_clear_line(replayed, path, expected)
     one_clear_line(checked, path, "serious", expected)
 
@@ -225,7 +247,7 @@ def test_check_refuses_a_cut_cassette(tmp_path: Path) -> None:
     lines = text.splitlines(keepends=True)
     cut = tmp_path / "cut.yaml"
     cut.write_text("".join(lines[: len(lines) * 3 // 4]))
-    done = sim("check", cut)
+    done = in_process("check", cut)
     assert done.returncode == 1, done.stdout
     assert "no `version: 1` at its end" in done.stdout or "YAML syntax" in done.stdout
 
@@ -233,7 +255,7 @@ def test_check_refuses_a_cut_cassette(tmp_path: Path) -> None:
 def test_check_refuses_an_empty_cassette(tmp_path: Path) -> None:
     path = tmp_path / "empty.yaml"
     path.write_text("interactions: []\nversion: 1\n")
-    done = sim("check", path)
+    done = in_process("check", path)
     assert done.returncode == 1
     assert "serious: no interactions recorded" in done.stdout
 
@@ -243,7 +265,7 @@ def test_a_scenario_file_past_the_size_limit_is_refused_before_parsing(tmp_path:
     reply = "  - content: " + "x" * 100 + "\n"
     path.write_text("prompt: p\nreplies:\n" + reply * (9 * 1024 * 1024 // len(reply)))
     for command in ("play", "check", "show"):
-        one_clear_line(sim(command, path), path, "is more than a scenario file may hold (8 MiB)")
+        one_clear_line(in_process(command, path), path, "is more than a scenario file may hold (8 MiB)")
 
 
 @pytest.mark.parametrize("command", ["show", "check", "convert", "replay"])
@@ -257,3 +279,69 @@ def test_a_cassette_nested_900_deep_in_yaml_is_read_or_refused_never_a_crash(
     output = done.stdout + done.stderr
     assert "Traceback" not in output and "Error:" not in output.replace("YAML", ""), output
     assert done.returncode in (0, 1, 2)
+
+
+READERS: dict[str, Callable[[Path], list[str | Path]]] = {
+    "show": lambda path: ["show", path],
+    "check": lambda path: ["check", path],
+    "play": lambda path: ["play", path],
+    "replay": lambda path: ["replay", path],
+    "convert": lambda path: ["convert", path, "-o", path.with_name("out.yaml")],
+    "serve": lambda path: ["serve", path, "--port", "0"],
+    "drift": lambda path: ["drift", path, "--upstream", "http://127.0.0.1:9/v1"],
+    "compact": lambda path: ["compact", path],
+    "expand": lambda path: ["expand", path],
+    "fuzz --replay": lambda path: ["fuzz", "--target", "examples.openai_loop:run_agent", "--replay", path],
+}
+"""Every command that reads a user's file, given `path`."""
+
+
+def special(tmp_path: Path, kind: str) -> Path:
+    """A path named like a YAML file that is no regular file: a FIFO, or a symlink to /dev/zero."""
+    path = tmp_path / "x.yaml"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/zero")
+    return path
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
+@pytest.mark.parametrize("command", sorted(READERS))
+def test_what_is_no_regular_file_is_refused_at_once(tmp_path: Path, command: str, kind: str) -> None:
+    """A FIFO hung every command that read it (waiting for a writer); a symlink to /dev/zero was read
+    until a MemoryError, 1.35 GB later. Each is refused in one line, exit 2, before anything is read."""
+    path = special(tmp_path, kind)
+    what = "a FIFO" if kind == "fifo" else "a character device"
+    with within(20, f"sim {command} on {kind}"):
+        done = in_process(*READERS[command](path))
+    one_clear_line(done, path, f"{path}: not a regular file ({what})")
+    assert done.returncode == 2
+
+
+@pytest.mark.parametrize("command", sorted(READERS))
+def test_a_huge_sparse_file_is_refused_before_it_is_read(tmp_path: Path, command: str) -> None:
+    """3 GiB that take no room on disk: refused from its size, past what a cassette may hold (or, for the
+    commands that take only scenarios, a scenario)."""
+    path = tmp_path / "huge.yaml"
+    with path.open("wb") as file:
+        file.truncate(3 * 1024**3)
+    scenario = command in ("play", "fuzz --replay")
+    limit = "a scenario file may hold (8 MiB)" if scenario else "a cassette may hold (512 MiB)"
+    with within(20, f"sim {command} on a 3 GiB file"):
+        done = in_process(*READERS[command](path))
+    one_clear_line(done, path, f"3072.0 MiB is more than {limit}")
+
+
+@pytest.mark.parametrize("command", ["play", "check", "replay", "drift"])
+def test_a_folder_walk_leaves_out_what_is_no_regular_file(tmp_path: Path, command: str) -> None:
+    folder = tmp_path / "files"
+    folder.mkdir()
+    os.mkfifo(folder / "fifo.yaml")
+    (folder / "zero.yaml").symlink_to("/dev/zero")
+    (folder / "nested").mkdir()
+    os.mkfifo(folder / "nested" / "deeper.yml")
+    with within(20, f"sim {command} on a folder"):
+        done = in_process(*READERS[command](folder))
+    assert "Traceback" not in done.stderr
+    assert done.returncode == 2 and "no YAML files" in done.stderr, done.stdout + done.stderr
