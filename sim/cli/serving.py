@@ -21,11 +21,12 @@ from sim.cassette.secrets import require_scrubbable
 from sim.cli.terminal import err, open_one, usage_error
 from sim.core.errors import CassetteError, ConfigurationError
 from sim.core.transcript import counted
+from sim.core.untrusted import visible
 from sim.scenario.loader import load_scenario
 from sim.scenario.schema import MAX_LATENCY
 from sim.server.access_log import AccessLog
 from sim.server.cassette_server import CassetteServer
-from sim.server.proxy import UPSTREAM_TIMEOUT, RecordingProxy, Upstream
+from sim.server.proxy import STOP_GRACE, UPSTREAM_TIMEOUT, RecordingProxy, Upstream
 from sim.server.response_store import STORE_LIMIT_BYTES
 from sim.server.serve import AppServer, CommandNotFound, base_url, listen
 from sim.server.simulator import Simulator
@@ -71,10 +72,10 @@ def _access_log(quiet: bool, as_json: bool) -> AccessLog | None:
 def _tell(problems: list[str], received: int, by_api: Counter[str], answered: str) -> None:
     """What went wrong, a line each, then how many requests came (per API) and what was answered."""
     for problem in problems:
-        err.print(f"! {problem}", markup=False)
+        err.print(f"! {visible(problem)}", markup=False)
     counts = ", ".join(f"{api} {count}" for api, count in sorted(by_api.items()))
     shown = f" ({counts})" if counts else ""
-    err.print(f"served {counted(received, 'request')}{shown}; {answered}", markup=False)
+    err.print(visible(f"served {counted(received, 'request')}{shown}; {answered}"), markup=False)
 
 
 def serve(
@@ -138,7 +139,7 @@ def serve(
     def ready() -> None:
         print(f"OPENAI_BASE_URL={base_url(server.sock)}", flush=True)
         replies = counted(len(scenario.replies), "reply", "replies")
-        err.print(f"serving {scenario.name} ({replies}); Ctrl-C stops", markup=False)
+        err.print(f"serving {visible(str(scenario.name))} ({replies}); Ctrl-C stops", markup=False)
 
     server.run(on_ready=ready)
     problems = simulator.problems + simulator.unused()
@@ -215,6 +216,14 @@ def proxy(
         float,
         typer.Option("--upstream-timeout", help="Seconds to wait for the upstream between bytes."),
     ] = UPSTREAM_TIMEOUT,
+    grace: Annotated[
+        float,
+        typer.Option(
+            "--grace",
+            help="Seconds a stop gives answers in flight to finish and be recorded; those still going then"
+            " are cut off, not recorded. A second Ctrl-C stops at once.",
+        ),
+    ] = STOP_GRACE,
     key_file: Annotated[
         Path | None,
         typer.Option(
@@ -229,6 +238,7 @@ def proxy(
     """Forward every request to UPSTREAM with OPENAI_API_KEY (never written) and record each exchange into
     FILE when the proxy stops (Ctrl-C, SIGTERM, or the end of COMMAND, whose exit code it exits with)."""
     _seconds("--upstream-timeout", upstream_timeout, least=0.1)
+    _seconds("--grace", grace)
     try:
         parsed = Upstream.parse(upstream)
     except ValueError as error:
@@ -240,12 +250,13 @@ def proxy(
         require_scrubbable("the upstream key" if key_file else "OPENAI_API_KEY", credentials.api_key)
     except ConfigurationError as error:
         raise usage_error(str(error)) from None
+    server = _listening(host, port)  # first: a port in use leaves no journal behind
     try:
-        journal = Journal(cassette, credentials.secrets)
+        journal = Journal(cassette, credentials.secrets, keep=not force)
     except CassetteError as error:
         raise usage_error(str(error)) from None
-    server = _listening(host, port)
-    recording = RecordingProxy(parsed, credentials.headers, journal, timeout=upstream_timeout)
+    recording = RecordingProxy(parsed, credentials.headers, journal, timeout=upstream_timeout, grace=grace)
+    server.server.config.timeout_graceful_shutdown = grace  # type: ignore[assignment]  # any number: wait_for
     recording.on_answered = _access_log(quiet, as_json)
     server.server.config.app = recording.app
     url = base_url(server.sock)
@@ -265,7 +276,7 @@ def proxy(
         err.print(f"error: {error}", markup=False)
         code = 127
     for failure in recording.failures:
-        err.print(f"! {failure}", markup=False)
+        err.print(f"! {visible(str(failure))}", markup=False)
     scrubber = Scrubber(credentials.secrets)
     try:
         count = recording.finish()

@@ -1,17 +1,18 @@
 """`RecordingProxy`: `sim proxy`, an OpenAI-compatible endpoint that forwards every request to the real
 upstream with the upstream key, streams each response back chunk by chunk as it arrives, and appends each
 finished exchange to the recording's journal (scrubbed, fsynced), from which the cassette is written at the
-end, as `sim record` writes it."""
+end, as `sim record` writes it. A stop lets the answers in flight finish, and records them, for `STOP_GRACE`
+seconds; what is still going then is cut off, said so, and not recorded."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import posixpath
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
+from urllib.parse import quote, unquote
 
 import httpx2
 from starlette.applications import Starlette
@@ -22,6 +23,7 @@ from starlette.routing import Route
 from sim.adapters.apis import codec_for
 from sim.cassette.journal import Journal
 from sim.cassette.secrets import SECRET_HEADERS
+from sim.cassette.upstream import UpstreamUrl
 from sim.cassette.writer import Exchange
 from sim.server.access_log import Answered
 from sim.server.serve import ConnectionAborted
@@ -35,59 +37,8 @@ _RESPONSE_DROPPED = frozenset({"content-length", "content-encoding", "connection
                                "transfer-encoding"})  # fmt: skip
 
 
-_CREDENTIAL_PARAMS = frozenset(
-    {"key", "api-key", "api_key", "apikey", "token", "access_token", "auth", "password", "secret", "sig",
-     "signature", "code", "client_secret"}
-)  # fmt: skip
-"""Query parameters whose values are credentials: masked wherever a URL is shown or recorded."""
-MASKED = "***"
-
-
-def masked_query(pairs: list[tuple[str, str]]) -> str:
-    """A query with the values of credential parameters masked."""
-    return urlencode([(k, MASKED if k.lower() in _CREDENTIAL_PARAMS else v) for k, v in pairs], safe="*")
-
-
-@dataclass(frozen=True, slots=True)
-class Upstream:
-    """The real API's base URL, taken apart: where requests go, the query it adds to each (Azure OpenAI's
-    `api-version`), and how it is shown (credentials in its query masked)."""
-
-    origin: str
-    base_path: str
-    query: tuple[tuple[str, str], ...]
-
-    @classmethod
-    def parse(cls, url: str) -> Upstream:
-        """`ValueError` for anything but an http(s) URL without a user or password in it."""
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("--upstream must be an http(s) URL")
-        if parts.username is not None or parts.password is not None:
-            raise ValueError(
-                "--upstream must not carry a user or password: the proxy sends OPENAI_API_KEY as a Bearer"
-                " token, and a URL is printed and recorded"
-            )
-        host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
-        origin = f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
-        query = tuple(parse_qsl(parts.query, keep_blank_values=True))
-        return cls(origin, parts.path.rstrip("/"), query)
-
-    @property
-    def azure(self) -> bool:
-        """Whether it is Azure OpenAI, which takes the key in an `api-key` header."""
-        host = urlsplit(self.origin).hostname or ""
-        return host.endswith((".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com"))
-
-    def target(self, tail: str, query: str, *, shown: bool = False) -> str:
-        """The URL a request for `tail` (a path below the proxy's base) goes to, its own query after the
-        upstream's; with `shown`, credential values masked."""
-        pairs = [*self.query, *parse_qsl(query, keep_blank_values=True)]
-        joined = masked_query(pairs) if shown else urlencode(pairs)
-        return f"{self.origin}{self.base_path}{tail}" + (f"?{joined}" if joined else "")
-
-    def __str__(self) -> str:
-        return self.target("", "", shown=True)
+Upstream = UpstreamUrl
+"""The real API's base URL, parsed as `sim drift` parses its own (`sim.cassette.upstream`)."""
 
 
 def contained(tail: str) -> str | None:
@@ -104,6 +55,9 @@ def contained(tail: str) -> str | None:
 
 UPSTREAM_TIMEOUT = 120.0
 """Seconds the proxy waits for the upstream between bytes (`--upstream-timeout`)."""
+STOP_GRACE = 10.0
+"""Seconds a stop (Ctrl-C, SIGTERM, the end of the command) gives the answers in flight to finish and be
+recorded (`sim proxy --grace`); a second Ctrl-C stops at once."""
 
 
 class RecordingProxy:
@@ -123,13 +77,14 @@ class RecordingProxy:
         *,
         prefix: str = "/v1",
         timeout: float = UPSTREAM_TIMEOUT,
+        grace: float = STOP_GRACE,
     ) -> None:
         self.upstream = upstream
-        self.credentials = dict(credentials)
+        self.credentials = upstream.credentials(credentials)
         """Headers sent upstream in place of the client's (`authorization`, account ids)."""
-        if upstream.azure and "authorization" in self.credentials:
-            self.credentials["api-key"] = self.credentials["authorization"].removeprefix("Bearer ")
         self.prefix = prefix
+        self.grace = grace
+        """Seconds the server serving it gives answers in flight at a stop (it says so when it cuts one)."""
         self.journal = journal
         self._arrived = itertools.count()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sim-journal")
@@ -150,6 +105,12 @@ class RecordingProxy:
         if self.on_answered is not None:
             self.on_answered(Answered(_api_of(tail), number, status, said))
 
+    def _cut(self, method: str, tail: str, number: int, status: int | None) -> None:
+        """An answer cut off by a stop whose grace ran out: said, in `failures` and the access log."""
+        said = f"{method} {tail}: cut off by the stop after {self.grace:g} s (--grace); not recorded"
+        self.failures.append(said)
+        self._log(tail, number, status or 499, said)
+
     async def _forward(self, request: Request) -> Response:
         number = next(self._received)
         raw = request.scope.get("raw_path", b"").decode("latin-1").split("?", 1)[0] or request.url.path
@@ -168,6 +129,9 @@ class RecordingProxy:
         outgoing = self.client.build_request(request.method, target, headers=headers, content=body)
         try:
             upstream = await self.client.send(outgoing, stream=True)
+        except asyncio.CancelledError:
+            self._cut(request.method, tail, number, None)
+            raise
         except httpx2.HTTPError as error:
             self.failures.append(f"{request.method} {tail}: upstream unreachable: {type(error).__name__}")
             message = f"sim proxy: cannot reach the upstream {shown}: {type(error).__name__}"
@@ -188,6 +152,9 @@ class RecordingProxy:
                 )
                 # the client's connection is aborted too (no final chunk): a cut answer must not read as whole
                 raise UpstreamBrokeOff(str(error)) from None
+            except asyncio.CancelledError:
+                self._cut(request.method, tail, number, upstream.status_code)
+                raise
             finally:
                 await upstream.aclose()
             exchange = Exchange(

@@ -48,10 +48,17 @@ def proxied(cassette: Path, upstream: str, *command: str) -> subprocess.Complete
     )
 
 
-def proxying(cassette: Path, upstream: str) -> Any:
-    """`sim proxy CASSETTE --upstream URL` started, without a command."""
+def proxying(cassette: Path, upstream: str, *options: str) -> Any:
+    """`sim proxy CASSETTE --upstream URL OPTIONS...` started, without a command."""
     return sim_process(
-        "proxy", str(cassette), "--upstream", upstream, "--port", "0", environment=proxy_environment()
+        "proxy",
+        str(cassette),
+        "--upstream",
+        upstream,
+        "--port",
+        "0",
+        *options,
+        environment=proxy_environment(),
     )
 
 
@@ -155,43 +162,48 @@ def test_streamed_chunks_pass_through_the_proxy_as_they_arrive(tmp_path: Path) -
     assert recorded.body == first + rest
 
 
-def test_sigterm_mid_stream_writes_only_whole_exchanges_and_sigkill_writes_nothing(tmp_path: Path) -> None:
-    scenario = tmp_path / "slow.yaml"
-    scenario.write_text(SLOW)
+SLOWER = """
+name: slower
+description: a streamed answer going on for about 5 s (chunks 0.6 s apart), longer than a stop once waited
+prompt: Tell me slowly.
+replies:
+  - content: "one two three four five six seven eight nine ten eleven twelve"
+    latency: {between_chunks: 0.6}
+"""
+
+
+def test_sigterm_mid_stream_lets_the_answer_finish_and_records_it_and_sigkill_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    scenario = tmp_path / "slower.yaml"
+    scenario.write_text(SLOWER)
     body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "Tell me slowly."}]}
-    for stop in (signal.SIGTERM, signal.SIGINT, signal.SIGKILL):
+    for stop in (signal.SIGTERM, signal.SIGKILL):
         cassette = tmp_path / f"{stop.name}.yaml"
         with (
             served(scenario, "--cycle") as (_, upstream_url),
             proxying(cassette, upstream_url) as (proxy, proxy_url),
         ):
-            finished: list[bytes] = []
-
-            def stream(finished: list[bytes] = finished) -> None:
-                try:
-                    with httpx2.stream(
-                        "POST", f"{proxy_url}/chat/completions", json=body, timeout=30
-                    ) as reply:
-                        finished.append(b"".join(reply.iter_bytes()))
-                except httpx2.RemoteProtocolError:  # SIGKILL cut the answer off
-                    pass
-
-            client = threading.Thread(target=stream)
-            client.start()
-            time.sleep(0.8)  # mid-stream: a few chunks are through
-            proxy.send_signal(stop)
-            proxy.wait(timeout=30)
-            client.join(timeout=30)
+            received = b""
+            try:
+                with httpx2.stream("POST", f"{proxy_url}/chat/completions", json=body, timeout=30) as reply:
+                    for piece in reply.iter_bytes():
+                        if not received:
+                            proxy.send_signal(stop)  # the first chunk is through: some 5 s of it to come
+                        received += piece
+            except httpx2.RemoteProtocolError:  # the answer was cut off
+                assert stop == signal.SIGKILL, received
+            code = proxy.wait(timeout=30)
+            said = proxy.stderr.read() if proxy.stderr else ""
         leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(f".{cassette.name}")]
         assert leftovers == []
         if stop == signal.SIGKILL:
             assert not cassette.exists()
             continue
-        # a graceful stop lets the answer in flight finish: it is written whole, or not at all
-        interactions = read_cassette(cassette).interactions
-        assert len(interactions) == len(finished) == 1
-        assert interactions[0].response.body == finished[0]
-        assert interactions[0].response.body.rstrip().endswith(b"data: [DONE]")
+        assert code == 0 and "recorded 1 exchange into" in said, said
+        interactions = read_cassette(cassette).interactions  # the whole answer, as the client had it
+        assert len(interactions) == 1 and interactions[0].response.body == received
+        assert received.rstrip().endswith(b"data: [DONE]") and b"twelve" in received
         assert_no_secret(cassette)
 
 
@@ -312,8 +324,11 @@ def test_concurrent_requests_are_all_recorded_whole(tmp_path: Path) -> None:
 
 
 def test_the_proxy_refuses_bad_use_in_one_line(tmp_path: Path) -> None:
+    import socket
+
     existing = tmp_path / "exists.yaml"
     existing.write_text("interactions: []\n")
+    busy = socket.create_server(("127.0.0.1", 0))
     cases = [
         (["proxy", str(existing), "--upstream", "http://127.0.0.1:9/v1"], proxy_environment(),
          "cassette exists"),
@@ -321,6 +336,10 @@ def test_the_proxy_refuses_bad_use_in_one_line(tmp_path: Path) -> None:
          "--upstream must be an http(s) URL"),
         (["proxy", str(tmp_path / "c.yaml"), "--upstream", "http://127.0.0.1:9/v1"],
          {**proxy_environment(), "OPENAI_API_KEY": "short"}, "at least 8"),
+        (["proxy", str(tmp_path / "c.yaml"), "--upstream", "http://127.0.0.1:9/v1", "--grace", "nan"],
+         proxy_environment(), "--grace must be from 0 to 600 seconds, not nan"),
+        (["proxy", str(tmp_path / "c.yaml"), "--upstream", "http://127.0.0.1:9/v1", "--port",
+          str(busy.getsockname()[1])], proxy_environment(), "cannot listen on"),
     ]  # fmt: skip
     for args, environment, said in cases:
         done = subprocess.run(
@@ -334,7 +353,9 @@ def test_the_proxy_refuses_bad_use_in_one_line(tmp_path: Path) -> None:
         )
         assert done.returncode == 2, done.stderr
         assert said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    busy.close()
     assert existing.read_text() == "interactions: []\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["exists.yaml"]  # no journal left behind
 
 
 def test_an_unreachable_upstream_is_a_502_and_a_missing_command_exits_127(tmp_path: Path) -> None:
@@ -430,14 +451,16 @@ def test_an_upstream_that_dies_mid_answer_aborts_the_clients_connection_too(tmp_
 
 def test_ctrl_c_stops_the_proxy_within_seconds_while_the_upstream_never_answers(tmp_path: Path) -> None:
     """A stalled upstream (a socket on 127.0.0.1 that accepts and never answers) holds a request open;
-    Ctrl-C still ends the proxy in a few seconds, without a traceback, and nothing in flight is written."""
+    Ctrl-C still ends the proxy once its `--grace` has passed, without a traceback, saying what it cut off,
+    and nothing in flight is written."""
     import socket
 
     listener = socket.create_server(("127.0.0.1", 0))
     stalled: list[socket.socket] = []
     threading.Thread(target=lambda: stalled.append(listener.accept()[0]), daemon=True).start()
     cassette = tmp_path / "stalled.yaml"
-    with proxying(cassette, f"http://127.0.0.1:{listener.getsockname()[1]}/v1") as (proxy, base_url):
+    upstream = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+    with proxying(cassette, upstream, "--grace", "1") as (proxy, base_url):
         body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
         asking = threading.Thread(
             target=lambda: httpx2.post(f"{base_url}/chat/completions", json=body, timeout=60), daemon=True
@@ -455,6 +478,7 @@ def test_ctrl_c_stops_the_proxy_within_seconds_while_the_upstream_never_answers(
     listener.close()
     assert took < 10, took
     assert code == 1 and "Traceback" not in said and "CancelledError" not in said, said
+    assert "POST /chat/completions: cut off by the stop after 1 s (--grace); not recorded" in said
     assert not cassette.exists()
 
 
