@@ -212,3 +212,23 @@ def test_the_key_glued_to_other_text_never_reaches_the_proxys_cassette(key: str,
     assert proxy.finish() == 2
     text = cassette.read_text()
     assert key not in text and text.count("<redacted>") >= 5 * 6, text
+
+
+def test_credential_parameters_are_known_by_name_and_by_value_and_never_recorded(tmp_path: Path) -> None:
+    """Names of every spelling (`x-goog-api-key`, `openaiKey`, `client_secret`), a value shaped like a
+    key under any name, and the live key under a name that says nothing: sent as they are, never shown or
+    recorded."""
+    secrets = {"x-goog-api-key": "goog-0123456789abcdef", "openaiKey": "oai-0123456789abcdef",
+               "client_secret": "cs-0123456789abcdef", "note": "sk-shaped0123456789abcdef",
+               "k": KEY}  # fmt: skip
+    kept = {"api-version": "2024-10-21", "keyword": "weather", "author": "me"}
+    query = "&".join(f"{name}={value}" for name, value in {**kept, **secrets}.items())
+    proxy, seen, _ = proxied(
+        tmp_path, f"https://llm.example.com/v1?{query}", "POST", "/v1/responses", json={}
+    )
+    assert dict(seen[0].url.params) == {**kept, **secrets}  # the upstream gets them all
+    (uri,) = recorded_uris(proxy)
+    assert all(value not in uri for value in secrets.values()), uri
+    assert all(f"{name}={value}" in uri for name, value in kept.items()), uri
+    shown = str(Upstream.parse(f"https://llm.example.com/v1?{query}"))  # as a 502 or the access log says it
+    assert all(value not in shown for value in secrets.values()) and "keyword=weather" in shown
