@@ -31,9 +31,8 @@ def _message(message: ChatMessage) -> list[str]:
 def _exchange(exchange: Exchange, turn: int) -> list[str]:
     request = exchange.interaction.request
     streamed = " (streamed)" if exchange.streamed else ""
-    lines = [
-        f"turn {turn} (interaction {exchange.interaction.index + 1}): {request.method} {request.uri}{streamed}"
-    ]
+    number = exchange.interaction.index + 1
+    lines = [f"turn {turn} (interaction {number}): {request.method} {request.uri}{streamed}"]
     if exchange.request_problem:
         lines.append(f"  ! request cannot be read: {exchange.request_problem}")
     if exchange.continues is not None:
