@@ -32,37 +32,29 @@ def _unmount(target: Path) -> None:
     subprocess.run(["umount", "-l", str(target)], capture_output=True)
 
 
+def mounted(tmp_path: Path, name: str, options: str) -> Iterator[Path]:
+    """An empty folder `name` under `tmp_path` with a tmpfs mounted on it for the test, then unmounted."""
+    target = tmp_path / name
+    target.mkdir()
+    reason = _mount(target, options)
+    if reason is not None:
+        pytest.skip(reason)
+    try:
+        yield target
+    finally:
+        _unmount(target)
+
+
 @pytest.fixture
 def read_only_dir(tmp_path: Path) -> Iterator[Path]:
     """An empty folder on a read-only tmpfs: every write into it fails with EROFS, root's included."""
-    target = tmp_path / "read-only"
-    target.mkdir()
-    reason = _mount(target, "ro,size=64k")
-    if reason is not None:
-        pytest.skip(reason)
-    try:
-        yield target
-    finally:
-        _unmount(target)
-
-
-def full_disk(tmp_path: Path, size_kib: int = 64) -> Iterator[Path]:
-    """A folder on a tmpfs of `size_kib` KiB: writes past it fail with ENOSPC."""
-    target = tmp_path / "full-disk"
-    target.mkdir()
-    reason = _mount(target, f"size={size_kib}k")
-    if reason is not None:
-        pytest.skip(reason)
-    try:
-        yield target
-    finally:
-        _unmount(target)
+    yield from mounted(tmp_path, "read-only", "ro,size=64k")
 
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A folder on a 64 KiB tmpfs: fill it to make the next write fail with ENOSPC."""
-    yield from full_disk(tmp_path)
+    yield from mounted(tmp_path, "full-disk", "size=64k")
 
 
 def fill(folder: Path, leave: int = 0) -> None:

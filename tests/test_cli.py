@@ -14,6 +14,7 @@ from typer.testing import CliRunner, Result
 from sim.cli import app, drifting, serving
 from sim.core.model import Usage
 from sim.drift.session import FileDrift
+from tests.scripts import chat_cassette
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -179,14 +180,7 @@ def test_show_masks_credentials_and_writes_control_characters_out(tmp_path: Path
     reply = {
         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": said}}]
     }
-    interaction = {
-        "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions", "headers": {},
-                    "body": json.dumps(request)},
-        "response": {"status": {"code": 200, "message": "OK"}, "headers": {},
-                     "body": {"string": json.dumps(reply)}},
-    }  # fmt: skip
-    path = tmp_path / "foreign.yaml"
-    path.write_text(yaml.safe_dump({"interactions": [interaction], "version": 1}))
+    path = chat_cassette(tmp_path / "foreign.yaml", request, reply)
     page = tmp_path / "shown.html"
     result = CliRunner().invoke(app, ["show", str(path), "--html", str(page)])
     assert result.exit_code == 0, result.output

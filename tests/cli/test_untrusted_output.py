@@ -20,6 +20,7 @@ from sim.scenario.schema import Scenario
 from sim.server import Simulator
 from sim.server.access_log import AccessLog
 from sim.server.cassette_server import CassetteServer
+from tests.scripts import chat_cassette
 from tests.server.test_access_log import post
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,15 +41,7 @@ def cassette_calling(folder: Path, name: str) -> Path:
     message = {"role": "assistant", "content": None, "tool_calls": [call]}
     reply = {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]}
     request = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
-    interaction = {
-        "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions", "headers": {},
-                    "body": json.dumps(request)},
-        "response": {"status": {"code": 200, "message": "OK"}, "headers": {},
-                     "body": {"string": json.dumps(reply)}},
-    }  # fmt: skip
-    path = folder / "calls.yaml"
-    path.write_text(yaml.safe_dump({"interactions": [interaction], "version": 1}))
-    return path
+    return chat_cassette(folder / "calls.yaml", request, reply)
 
 
 def test_show_and_its_page_write_out_a_tool_name(tmp_path: Path) -> None:

@@ -24,10 +24,7 @@ from sim.core.errors import ConfigurationError
 from sim.testing import databases, fuzz_test
 from sim.testing.databases import Guarded, Namespaced, example_database
 from sim.testing.target import fuzz_target
-from tests.filesystems import read_only_dir
 from tests.testing import targets
-
-__all__ = ["read_only_dir"]  # the fixture
 
 SIM = [sys.executable, "-m", "sim.cli"]
 

@@ -17,10 +17,7 @@ from sim.cli import app
 from sim.core.errors import ConfigurationError
 from sim.testing.replies import Profile
 from sim.testing.target import allowed, fuzz_target, load_target, target_of
-from tests.filesystems import read_only_dir
 from tests.testing import targets
-
-__all__ = ["read_only_dir"]  # the fixture
 
 ROOT = Path(__file__).resolve().parents[2]
 SIM = [sys.executable, "-m", "sim.cli"]
