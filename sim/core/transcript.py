@@ -12,7 +12,7 @@ from sim.core.events import (
     TurnStarted,
 )
 from sim.core.outcome import outcome_of
-from sim.core.untrusted import visible as visible  # the rule, where its first callers found it
+from sim.core.untrusted import visible
 
 _PREVIEW_CHARS = 200
 
@@ -20,7 +20,7 @@ _PREVIEW_CHARS = 200
 def preview(text: str, limit: int = _PREVIEW_CHARS) -> str:
     """`text` on one line, shortened to `limit` characters, its control characters written out (only
     what is shown is worked on: each character is written as one or more, so its first `limit` are enough)."""
-    flat = visible(text[:limit].replace("\n", "\\n"))
+    flat = visible(text[:limit])  # a newline written out too
     return flat if len(flat) <= limit and len(text) <= limit else flat[: limit - 1] + "…"
 
 
