@@ -38,9 +38,9 @@ from hypothesis import given
 from hypothesis import seed as hypothesis_seed
 
 from sim.scenario.schema import Scenario
-from sim.testing.campaign import campaign_settings, fuzz
-from sim.testing.strategies import scenarios
-from sim.testing.target import fuzz_target, load_target
+from sim.fuzz.campaign import campaign_settings, fuzz
+from sim.fuzz.strategies import scenarios
+from sim.fuzz.target import fuzz_target, load_target
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -115,7 +115,7 @@ def command_campaign(examples: int) -> tuple[float, float]:
 
 SUITE = """
 from examples.openai_loop import run_agent
-from sim.testing import fuzz_test
+from sim.fuzz import fuzz_test
 
 test_first = fuzz_test(run_agent, examples={half})
 test_second = fuzz_test(run_agent, examples={half})
@@ -143,7 +143,7 @@ def pytest_campaign(examples: int, workers: list[str]) -> tuple[float, float]:
 
 PARTS = [  # (the part of the stack, what its files' paths contain), the first that matches wins
     ("hypothesis: drawing, shrinking, the database", ("/hypothesis/",)),
-    ("sim: the drawer, strategies, invariants, findings", ("/sim/testing/", "/sim/scenario/")),
+    ("sim: the drawer, strategies, invariants, findings", ("/sim/fuzz/", "/sim/scenario/")),
     ("sim: the loop, messages, tools", ("/sim/core/",)),
     ("sim: the simulator and the wire codecs", ("/sim/server/", "/sim/adapters/", "/sim/cassette/")),
     ("pydantic, the openai SDK, httpx", ("/openai/", "/httpx", "/httpcore", "/pydantic", "/h11/",

@@ -29,13 +29,13 @@ from sim.core.errors import ConfigurationError
 from sim.core.transcript import counted
 from sim.core.untrusted import visible
 from sim.scenario.loader import load_scenario
-from sim.testing.campaign import fuzz as fuzz_campaign
-from sim.testing.campaign import save_counterexample, save_scenario
-from sim.testing.databases import Guarded, example_database
-from sim.testing.invariants import Violation
-from sim.testing.replies import Profile
-from sim.testing.target import BOUND, MAX_RUN_SECONDS, RUN_SECONDS, TargetCampaign
-from sim.testing.worker import fuzz_target_in_worker, replay_target_in_worker
+from sim.fuzz.campaign import fuzz as fuzz_campaign
+from sim.fuzz.campaign import save_counterexample, save_scenario
+from sim.fuzz.databases import Guarded, example_database
+from sim.fuzz.invariants import Violation
+from sim.fuzz.replies import Profile
+from sim.fuzz.target import BOUND, MAX_RUN_SECONDS, RUN_SECONDS, TargetCampaign
+from sim.fuzz.worker import fuzz_target_in_worker, replay_target_in_worker
 
 
 def counts(counter: Counter[str]) -> str:

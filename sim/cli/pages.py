@@ -11,10 +11,10 @@ from sim.cassette.replay import ReplayReport
 from sim.core.transcript import counted, turns
 from sim.player import PlayReport
 from sim.reports.html import Report, Tally, divergence, section
-from sim.testing.campaign import FuzzReport
-from sim.testing.strategies import describe
-from sim.testing.target import TargetCampaign
-from sim.testing.target import describe as describe_reply
+from sim.fuzz.campaign import FuzzReport
+from sim.fuzz.strategies import describe
+from sim.fuzz.target import TargetCampaign
+from sim.fuzz.target import describe as describe_reply
 
 
 def played(reports: Sequence[PlayReport], title: str = "sim play") -> Report:

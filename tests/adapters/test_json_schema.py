@@ -11,7 +11,7 @@ import pytest
 
 from sim.adapters import json_schema
 from sim.adapters.json_schema import UnjudgedPattern, search, validator_class
-from sim.testing.schema_values import satisfies
+from sim.fuzz.schema_values import satisfies
 from tests.hangs import within
 
 HOSTILE = "a" * 40 + "!"

@@ -69,7 +69,7 @@ def test_no_circle_between_packages() -> None:
     for unit in sorted(graph):
         visit(unit, [unit])
     assert circles == []
-    assert {"sim.core", "sim.cassette", "sim.server", "sim.scenario", "sim.testing"} <= set(graph)
+    assert {"sim.core", "sim.cassette", "sim.server", "sim.scenario", "sim.fuzz"} <= set(graph)
 
 
 FRONT_ENDS = {"sim.cli", "sim.pytest_plugin"}

@@ -214,7 +214,7 @@ def test_schemas_are_generated_once_but_never_shared() -> None:
 )
 def test_json_only_python_accepts_is_invalid_json_for_the_loop_and_the_oracle(arguments: str) -> None:
     from sim.scenario.schema import Scenario
-    from sim.testing.oracle import expect
+    from sim.fuzz.oracle import expect
 
     snapshot = ToolRegistry([shell_tool()]).snapshot()
     result = snapshot.prepare(ToolCall(id="c1", name="shell", arguments=arguments))

@@ -8,8 +8,8 @@ import asyncio
 from hypothesis import given, settings
 
 from sim.player import play_scenario
-from sim.testing.campaign import run_example
-from sim.testing.strategies import scenarios
+from sim.fuzz.campaign import run_example
+from sim.fuzz.strategies import scenarios
 
 FIXED = settings(deadline=None, database=None, derandomize=True)
 

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field
 
-from sim.testing.schema_values import arguments, mistaken
+from sim.fuzz.schema_values import arguments, mistaken
 
 FIXED = settings(max_examples=150, deadline=None, database=None, derandomize=True)
 

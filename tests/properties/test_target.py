@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from sim.testing.replies import Profile
-from sim.testing.target import findings, fuzz_target, replay_target, target_of
-from tests.testing import targets
+from sim.fuzz.replies import Profile
+from sim.fuzz.target import findings, fuzz_target, replay_target, target_of
+from tests.fuzz import targets
 
 SEEDED = [  # (the loop, the profile that can send what catches it, the finding, the campaign's seed)
     (targets.drops_invalid_json, Profile.api, "pairing", 0),

@@ -19,10 +19,10 @@ from sim.cli.pages import fuzzed, fuzzed_target
 from sim.core.loop import RunEnding
 from sim.reports.html import render, steps
 from sim.scenario.schema import Scenario
-from sim.testing.campaign import ExampleRun, FuzzReport
-from sim.testing.invariants import Violation
-from sim.testing.replies import Profile
-from sim.testing.target import TargetCampaign
+from sim.fuzz.campaign import ExampleRun, FuzzReport
+from sim.fuzz.invariants import Violation
+from sim.fuzz.replies import Profile
+from sim.fuzz.target import TargetCampaign
 from tests.corpus import CORPUS, needs_corpus
 
 ROOT = Path(__file__).resolve().parents[2]

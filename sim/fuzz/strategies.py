@@ -21,7 +21,7 @@ from sim.core.messages import ToolCall
 from sim.core.scripted import ScriptedCommand
 from sim.core.tools import ToolRegistry
 from sim.scenario.schema import Scenario, ScriptedResultSpec
-from sim.testing.oracle import Expected, expect
+from sim.fuzz.oracle import Expected, expect
 
 COMMANDS = ("echo hi", "ls", "pwd", "cat notes.txt", "make test")
 TEXTS = ("Done.", "", "It printed hi.", "All tests pass.")

@@ -26,10 +26,10 @@ from sim.core.scripted import ScriptedApprover
 from sim.player import Via, connect
 from sim.scenario.schema import Scenario
 from sim.scenario.world import build_world
-from sim.testing.databases import Namespaced
-from sim.testing.invariants import Violation, check_run
-from sim.testing.oracle import expect
-from sim.testing.strategies import scenarios
+from sim.fuzz.databases import Namespaced
+from sim.fuzz.invariants import Violation, check_run
+from sim.fuzz.oracle import expect
+from sim.fuzz.strategies import scenarios
 
 RunnerFactory = Callable[..., Any]
 """Builds a loop like `AgentRunner(model, tools, approver, workspace=, system_prompt=, max_turns=)`."""

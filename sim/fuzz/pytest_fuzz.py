@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
 
-from sim.testing.databases import Namespaced, example_database
-from sim.testing.replies import Profile, ReplyDrawer
-from sim.testing.target import (
+from sim.fuzz.databases import Namespaced, example_database
+from sim.fuzz.replies import Profile, ReplyDrawer
+from sim.fuzz.target import (
     BOUND,
     RUN_SECONDS,
     DrawingSimulator,

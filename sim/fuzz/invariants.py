@@ -34,7 +34,7 @@ from sim.core.messages import (
 )
 from sim.core.model import ModelRequest
 from sim.scenario.schema import Scenario
-from sim.testing.oracle import Expected
+from sim.fuzz.oracle import Expected
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""`sim.testing.fuzz_test`: a campaign as a hypothesis test in a user's own suite, collected and run by a
+"""`sim.fuzz.fuzz_test`: a campaign as a hypothesis test in a user's own suite, collected and run by a
 real pytest process spread over two workers by pytest-xdist."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from sim.core.errors import ConfigurationError
-from sim.testing import fuzz_test
-from tests.testing import targets
+from sim.fuzz import fuzz_test
+from tests.fuzz import targets
 
 ROOT = Path(__file__).resolve().parents[2]
 SUITE = """
-from sim.testing import fuzz_test
-from tests.testing import targets
+from sim.fuzz import fuzz_test
+from tests.fuzz import targets
 
 test_careful = fuzz_test(targets.careful, examples=12)
 test_drops_invalid_json = fuzz_test(targets.drops_invalid_json, examples=60)

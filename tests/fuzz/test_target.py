@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 from sim.cli import app
 from sim.core.errors import ConfigurationError
-from sim.testing.replies import Profile
-from sim.testing.target import allowed, fuzz_target, load_target, target_of
-from tests.testing import targets
+from sim.fuzz.replies import Profile
+from sim.fuzz.target import allowed, fuzz_target, load_target, target_of
+from tests.fuzz import targets
 
 ROOT = Path(__file__).resolve().parents[2]
 SIM = [sys.executable, "-m", "sim.cli"]
@@ -35,12 +35,12 @@ def test_the_signature_is_checked_before_the_campaign() -> None:
     assert target_of(targets.careful_async).is_async
     with pytest.raises(ConfigurationError, match=r"must take \(client\) or \(client, prompt\)"):
         target_of(targets.wrong_signature)
-    done = fuzz("--target", "tests.testing.targets:wrong_signature")
+    done = fuzz("--target", "tests.fuzz.targets:wrong_signature")
     assert done.returncode == 2
     assert (
         len(done.stderr.strip().splitlines()) == 1 and "must take (client) or (client, prompt)" in done.stderr
     )
-    for spec in ("nomodule", "no_such_module:run", "tests.testing.targets:missing"):
+    for spec in ("nomodule", "no_such_module:run", "tests.fuzz.targets:missing"):
         assert fuzz("--target", spec).returncode == 2, spec
 
 
@@ -66,7 +66,7 @@ def test_a_target_whose_module_fails_to_import_is_one_line(
     ],
 )
 def test_a_campaign_that_tested_nothing_fails_saying_so(target: str, said: str) -> None:
-    done = fuzz("--target", f"tests.testing.targets:{target}", "--examples", "20")
+    done = fuzz("--target", f"tests.fuzz.targets:{target}", "--examples", "20")
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"! nothing was tested: {said}" in done.stdout
     assert "every invariant held" not in done.stdout
@@ -75,23 +75,23 @@ def test_a_campaign_that_tested_nothing_fails_saying_so(target: str, said: str) 
 def test_a_failing_run_is_saved_and_replayed_in_one_command(tmp_path: Path) -> None:
     saved = tmp_path / "failures"
     done = fuzz(
-        "--target", "tests.testing.targets:drops_invalid_json", "--examples", "60", "--save", str(saved)
+        "--target", "tests.fuzz.targets:drops_invalid_json", "--examples", "60", "--save", str(saved)
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "! pairing: request 2: invalid request: missing tool results" in done.stdout
     (file,) = saved.glob("fuzz-target-seed-0.yaml")
     assert f"--replay {file}" in done.stdout
-    again = fuzz("--target", "tests.testing.targets:drops_invalid_json", "--replay", str(file))
+    again = fuzz("--target", "tests.fuzz.targets:drops_invalid_json", "--replay", str(file))
     assert again.returncode == 1
     assert "! pairing: request 2: invalid request: missing tool results" in again.stdout
-    fixed = fuzz("--target", "tests.testing.targets:careful", "--replay", str(file))
+    fixed = fuzz("--target", "tests.fuzz.targets:careful", "--replay", str(file))
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert "every invariant held" in fixed.stdout
 
 
 def test_a_passing_campaign_reports_its_counts_as_json() -> None:
     """The target prints (with `print`, and straight to file 1), as libraries do: the JSON is sim's own."""
-    done = fuzz("--target", "tests.testing.targets:chatty", "--examples", "30", "--json")
+    done = fuzz("--target", "tests.fuzz.targets:chatty", "--examples", "30", "--json")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "a banner on standard output" in done.stderr and "one written to file 1" in done.stderr
     summary = json.loads(done.stdout)
@@ -100,7 +100,7 @@ def test_a_passing_campaign_reports_its_counts_as_json() -> None:
 
 
 def test_an_async_target_gets_an_async_client_closed_after_each_run() -> None:
-    done = fuzz("--target", "tests.testing.targets:careful_async", "--examples", "40")
+    done = fuzz("--target", "tests.fuzz.targets:careful_async", "--examples", "40")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "every invariant held" in done.stdout
     for leak in ("Event loop is closed", "Unclosed", "Traceback"):
@@ -131,27 +131,27 @@ def test_allowed_exceptions_are_counted_not_crashes() -> None:
 def test_options_that_do_not_fit_our_own_loop_are_usage_errors() -> None:
     assert fuzz("--profile", "api").returncode == 2
     assert fuzz("--replay", "x.yaml").returncode == 2
-    assert fuzz("--target", "tests.testing.targets:careful", "--bound", "0").returncode == 2
+    assert fuzz("--target", "tests.fuzz.targets:careful", "--bound", "0").returncode == 2
 
 
 def test_the_report_of_a_failing_campaign_shows_its_run_escaped(tmp_path: Path) -> None:
     page = tmp_path / "fuzz.html"
     done = fuzz(
-        "--target", "tests.testing.targets:drops_invalid_json", "--examples", "60", "--save", str(tmp_path),
+        "--target", "tests.fuzz.targets:drops_invalid_json", "--examples", "60", "--save", str(tmp_path),
         "--report", str(page),
     )  # fmt: skip
     assert done.returncode == 1
     html = page.read_text()
     assert "pairing: request 2: invalid request: missing tool results" in html
     assert "request 1: {&#39;tool_calls&#39;" in html  # drawn text is escaped, as any untrusted text
-    assert "sim fuzz --target tests.testing.targets:drops_invalid_json --replay" in html
+    assert "sim fuzz --target tests.fuzz.targets:drops_invalid_json --replay" in html
 
 
 @pytest.mark.parametrize("target", ["blocks_the_loop", "swallows_cancellation"])
 def test_a_run_that_never_returns_is_abandoned_at_its_bound_and_replays_quietly(
     target: str, tmp_path: Path
 ) -> None:
-    spec = f"tests.testing.targets:{target}"
+    spec = f"tests.fuzz.targets:{target}"
     done = fuzz("--target", spec, "--examples", "2", "--run-seconds", "1", "--save", str(tmp_path))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "! runaway: the run did not return within 1 s" in done.stdout
@@ -173,7 +173,7 @@ def test_a_run_that_never_returns_is_abandoned_at_its_bound_and_replays_quietly(
     ],
 )
 def test_a_target_that_exits_is_a_finding_not_a_pass(target: str, said: str, tmp_path: Path) -> None:
-    done = fuzz("--target", f"tests.testing.targets:{target}", "--examples", "5", "--save", str(tmp_path))
+    done = fuzz("--target", f"tests.fuzz.targets:{target}", "--examples", "5", "--save", str(tmp_path))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "! crash: request 1 got " in done.stdout and said in done.stdout
     assert "every invariant held" not in done.stdout
@@ -185,7 +185,7 @@ def test_a_tool_whose_valid_arguments_cannot_be_drawn_is_noted_in_the_summary(tm
     campaign = fuzz_target(targets.offers_an_unmeetable_schema, examples=30, seed=0)
     assert campaign.violations == [] and campaign.unhonoured == {"get_code"}
     assert "valid arguments could not always be drawn for get_code" in (campaign.unhonoured_note() or "")
-    shown = CliRunner().invoke(app, ["fuzz", "--target", "tests.testing.targets:offers_an_unmeetable_schema",
+    shown = CliRunner().invoke(app, ["fuzz", "--target", "tests.fuzz.targets:offers_an_unmeetable_schema",
                                      "--examples", "20", "--save", str(tmp_path)])  # fmt: skip
     assert shown.exit_code == 0, shown.output
     assert "valid arguments could not always be drawn for get_code" in shown.output
@@ -198,7 +198,7 @@ def test_a_tool_whose_valid_arguments_cannot_be_drawn_is_noted_in_the_summary(tm
 def test_a_target_that_ends_the_process_is_a_crash_never_a_pass(
     target: str, how: str, tmp_path: Path
 ) -> None:
-    spec = f"tests.testing.targets:{target}"
+    spec = f"tests.fuzz.targets:{target}"
     done = fuzz("--target", spec, "--examples", "5", "--save", str(tmp_path))
     assert done.returncode == 1, done.stdout + done.stderr
     said = f"the target ended sim's worker process ({how}): a loop must not end its caller's process"
@@ -224,7 +224,7 @@ def test_nothing_a_target_does_to_its_process_reaches_sim(tmp_path: Path) -> Non
     elsewhere.mkdir()
     environment = {**os.environ, "PYTHONPATH": str(ROOT), "SIM_TEST_ELSEWHERE": str(elsewhere),
                    "SIM_TEST_CHILD_PID": str(child_pid)}  # fmt: skip
-    command = [*SIM, "fuzz", "--target", "tests.testing.targets:misbehaves", "--examples", "60",
+    command = [*SIM, "fuzz", "--target", "tests.fuzz.targets:misbehaves", "--examples", "60",
                "--save", "failures", "--json"]  # fmt: skip
     try:
         done = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True,
@@ -241,7 +241,7 @@ def test_nothing_a_target_does_to_its_process_reaches_sim(tmp_path: Path) -> Non
 
 
 def test_a_failing_run_that_cannot_be_saved_is_one_line_and_the_verdict_stands(read_only_dir: Path) -> None:
-    target = "tests.testing.targets:asks_after_the_answer"
+    target = "tests.fuzz.targets:asks_after_the_answer"
     done = CliRunner().invoke(
         app, ["fuzz", "--target", target, "--examples", "60", "--save", str(read_only_dir)]
     )
@@ -266,7 +266,7 @@ def _children(pid: int) -> list[int]:
 def test_the_worker_ends_when_sim_is_ended(signal_number: int, returncode: int) -> None:
     """The worker has a session of its own (a signal to sim's process group does not reach it): SIGTERM
     ends it through sim, and the kernel kills it when sim is killed outright, mid-run (its target sleeps)."""
-    command = [*SIM, "fuzz", "--target", "tests.testing.targets:sleeps", "--run-seconds", "600"]
+    command = [*SIM, "fuzz", "--target", "tests.fuzz.targets:sleeps", "--run-seconds", "600"]
     sim = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     workers: list[int] = []
     try:

@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from sim.core.model import ModelRequest, ToolSpec
 from sim.scenario.schema import ScriptedErrorSpec, ScriptedReplySpec, ScriptedToolCallSpec
 from sim.server.tool_choice import ReplyTerms
-from sim.testing.schema_values import arguments as valid_arguments
-from sim.testing.schema_values import mistaken, satisfies
+from sim.fuzz.schema_values import arguments as valid_arguments
+from sim.fuzz.schema_values import mistaken, satisfies
 
 
 class Profile(StrEnum):

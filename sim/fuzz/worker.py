@@ -30,10 +30,10 @@ from typing import Any
 from sim.core.errors import ConfigurationError
 from sim.scenario.schema import Scenario, ScriptedReplySpec
 from sim.server.simulator import Simulator
-from sim.testing.databases import Guarded
-from sim.testing.invariants import Violation
-from sim.testing.replies import Profile
-from sim.testing.target import (
+from sim.fuzz.databases import Guarded
+from sim.fuzz.invariants import Violation
+from sim.fuzz.replies import Profile
+from sim.fuzz.target import (
     PROMPT,
     TargetCampaign,
     TargetRun,

@@ -21,10 +21,10 @@ from typer.testing import CliRunner
 
 from sim.cli import app
 from sim.core.errors import ConfigurationError
-from sim.testing import databases, fuzz_test
-from sim.testing.databases import Guarded, Namespaced, example_database
-from sim.testing.target import fuzz_target
-from tests.testing import targets
+from sim.fuzz import databases, fuzz_test
+from sim.fuzz.databases import Guarded, Namespaced, example_database
+from sim.fuzz.target import fuzz_target
+from tests.fuzz import targets
 
 SIM = [sys.executable, "-m", "sim.cli"]
 
@@ -94,7 +94,7 @@ def test_a_failure_kept_in_redis_is_run_first_by_another_machines_campaign(redis
 
 
 def test_the_cli_keeps_and_replays_through_database(tmp_path: Path) -> None:
-    target = "tests.testing.targets:drops_invalid_json"
+    target = "tests.fuzz.targets:drops_invalid_json"
     common = [*SIM, "fuzz", "--target", target, "--database", str(tmp_path / "db"), "--save", str(tmp_path)]
     first = subprocess.run([*common, "--examples", "60"], capture_output=True, text=True, timeout=300)
     assert first.returncode == 1, first.stdout + first.stderr
@@ -114,7 +114,7 @@ def test_a_database_that_cannot_be_used_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError) as refused:
         example_database(f"redis://user:s3cret@127.0.0.1:{_free_port()}/0")
     assert "s3cret" not in str(refused.value)
-    done = subprocess.run([*SIM, "fuzz", "--target", "tests.testing.targets:careful", "--database",
+    done = subprocess.run([*SIM, "fuzz", "--target", "tests.fuzz.targets:careful", "--database",
                            str(tmp_path / "file")], capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "is a file" in done.stderr
 
@@ -201,7 +201,7 @@ def test_a_hostile_redis_is_one_line_within_the_bound_showing_no_password(
     monkeypatch.setattr(databases, "SECONDS", 0.5)
     url = f"redis://default:S3cret%21pw@127.0.0.1:{fake_redis(answer)}/0"
     started = time.monotonic()
-    done = CliRunner().invoke(app, ["fuzz", "--target", "tests.testing.targets:careful", "--database", url])
+    done = CliRunner().invoke(app, ["fuzz", "--target", "tests.fuzz.targets:careful", "--database", url])
     assert time.monotonic() - started < 5
     assert done.exit_code == 2 and not isinstance(done.exception, Exception), done.output
     (line,) = done.output.splitlines()
@@ -214,7 +214,7 @@ def test_a_folder_that_cannot_be_written_is_said_and_the_verdict_stands(
     read_only_dir: Path, tmp_path: Path
 ) -> None:
     said = f"warning: --database {read_only_dir}: cannot write there (it is read-only), so failing runs are"
-    target = "tests.testing.targets:asks_after_the_answer"
+    target = "tests.fuzz.targets:asks_after_the_answer"
     found = CliRunner().invoke(app, ["fuzz", "--target", target, "--examples", "60", "--database",
                                      str(read_only_dir), "--save", str(tmp_path)])  # fmt: skip
     assert found.exit_code == 1 and "! request_after_final: " in found.output, found.output

@@ -43,10 +43,10 @@ from sim.scenario.world import scripted_reply
 from sim.server.protocols import Asked
 from sim.server.serve import base_url, listen
 from sim.server.simulator import Simulator, api_error
-from sim.testing.campaign import campaign_settings
-from sim.testing.databases import Namespaced
-from sim.testing.invariants import Violation, check_requests
-from sim.testing.replies import COUNTED, Profile, ReplyDrawer, kind_of
+from sim.fuzz.campaign import campaign_settings
+from sim.fuzz.databases import Namespaced
+from sim.fuzz.invariants import Violation, check_requests
+from sim.fuzz.replies import COUNTED, Profile, ReplyDrawer, kind_of
 
 PROMPT = "Please help me with this."
 """The prompt a `function(client, prompt)` target gets."""

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sim.testing.schema_values import arguments, mistaken, valid
+from sim.fuzz.schema_values import arguments, mistaken, valid
 
 
 class Unit(StrEnum):

@@ -11,7 +11,7 @@ __all__ = ["fuzz_test"]
 def __getattr__(name: str) -> Any:
     # imported on first use: importing the package must stay fast (pytest loads the plugin beside it)
     if name == "fuzz_test":
-        from sim.testing.pytest_fuzz import fuzz_test
+        from sim.fuzz.pytest_fuzz import fuzz_test
 
         return fuzz_test
     raise AttributeError(name)

@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from sim import ToolCall, ToolDefinition, ToolRegistry, ToolResult, shell_tool
 from sim.core.tools import PreparedCall
-from sim.testing.strategies import calls_for, describe, scenarios
+from sim.fuzz.strategies import calls_for, describe, scenarios
 
 
 class Forecast(BaseModel):
