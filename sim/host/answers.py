@@ -1,0 +1,192 @@
+"""Who answers a request: the one interface between the HTTP host and every source of answers (a scenario's
+script, a recording, drawn replies, an upstream), and the values an answer may be.
+
+The interface, whole:
+
+- `Answerer` (a Protocol): `async def answer(self, request: Received) -> Answer`, and `finished: bool`
+  (whether it has nothing more to answer: `sim serve --once` stops after the answer that makes it true).
+- `Received`: one HTTP request as the host received it: `number` (counted from 1, in the order requests
+  came), `method`, `path` (without the query), `query` (the raw query string), `headers` (names lower-cased),
+  `body` (bytes, read once), `api` (`chat`, `responses`, or None: the API its path names), and `parsed`:
+  the typed request (`Asked`, read once by the API's wire module) or its `Refusal`, computed by the host on
+  first use and never again (an answerer that answers before reading it, a retry say, never pays for it).
+- `Refusal`: what the API answers a request it refuses (`error`, an `ApiError`), and the `Problem` it is for
+  the run (None for a body that is not a JSON object: the API refuses it, and no run is judged by it).
+- `Answer` = `ModelAnswer | ApiError | RawReply | Problem`:
+  - `ModelAnswer`: a model reply the host writes in the API's shape through its wire module, as JSON or as
+    the stream's events (as the request asks): `reply` (a `ModelReply`), `refusal` (its text sent as the
+    API sends a refusal), `cut_after_chunks` (a stream cut after N events; a JSON body cut in half),
+    `malformed` (a body that is not JSON, a stream whose first event is cut), `pacing`.
+  - `ApiError`: an error in the API's shape: `status`, `message`, `type`, `code`, `param`, `headers`,
+    `in_stream` (to a request that streams: the stream starts, then fails with it), `pacing`.
+  - `RawReply`: an HTTP reply sent as it is (recordings, upstreams): `status`, `headers`, `body` (bytes, or an
+    async iterator of chunks relayed as they come).
+  - `Problem` (from `sim.core.problems`): what went wrong, sent as the HTTP error it says.
+  Each but `Problem` has `said`: what the access log line says was served (None: the host says it from the
+  answer, an error's `code: message`).
+- `Pacing`: latency, `first_byte` and `between_chunks` (seconds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from sim.core.problems import Problem, ProblemKind
+
+if TYPE_CHECKING:
+    from sim.core.model import ModelReply
+    from sim.server.protocols import Asked
+
+__all__ = [
+    "Answer",
+    "Answerer",
+    "ApiError",
+    "ModelAnswer",
+    "Pacing",
+    "Problem",
+    "ProblemKind",
+    "RawReply",
+    "Received",
+    "Refusal",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Pacing:
+    """How slowly an answer is sent: before its first byte, and between a stream's events (seconds)."""
+
+    first_byte: float = 0.0
+    between_chunks: float = 0.0
+
+
+NO_PACING = Pacing()
+
+
+@dataclass(frozen=True, slots=True)
+class ApiError:
+    """An error in the API's shape: `{"error": {"message", "type", "param", "code"}}` with `status`."""
+
+    status: int
+    message: str
+    type: str = "invalid_request_error"
+    code: str | None = None
+    param: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    in_stream: bool = False
+    """To a request that streams: the stream starts, then fails with this error (as the API fails)."""
+    pacing: Pacing = NO_PACING
+    said: str | None = None
+    """What the access log says was served (None: `code: message`)."""
+
+    @classmethod
+    def of(cls, problem: Problem) -> ApiError:
+        """The error a problem is answered with."""
+        return cls(
+            problem.status,
+            problem.error_message,
+            code=problem.code,
+            param=problem.param,
+            headers=problem.headers,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ModelAnswer:
+    """A model reply, written in the API's shape by its wire module (as JSON or the stream's events)."""
+
+    reply: ModelReply
+    refusal: bool = False
+    """Its text sent as the API sends a refusal."""
+    cut_after_chunks: int | None = None
+    """A stream ends after this many events (a JSON body is cut in half)."""
+    malformed: bool = False
+    """Instead of the reply: a body that is not JSON, or a stream whose first event is cut."""
+    pacing: Pacing = NO_PACING
+    said: str | None = None
+    """What the access log says was served (`reply 2 of 3: calls shell`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RawReply:
+    """An HTTP reply sent as it is: a recorded one, or an upstream's."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes | AsyncIterator[bytes]
+    """The whole body, or its chunks relayed as they come."""
+    said: str | None = None
+
+
+Answer = ModelAnswer | ApiError | RawReply | Problem
+"""What an answerer may answer a request with."""
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A request the API refuses before anything answers it: the error it sends, and the problem that is
+    for the run (None: a body that is not a JSON object, refused with no run judged by it)."""
+
+    error: ApiError
+    problem: Problem | None
+
+
+class Received:
+    """One HTTP request as the host received it; `parsed` is read on first use, once."""
+
+    __slots__ = ("_parse", "_parsed", "api", "body", "headers", "method", "number", "path", "query")
+
+    def __init__(
+        self,
+        number: int,
+        method: str,
+        path: str,
+        query: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        api: str | None,
+        parse: Callable[[Received], Asked | Refusal] | None = None,
+    ) -> None:
+        self.number = number
+        """Counted from 1, in the order requests came."""
+        self.method = method
+        self.path = path
+        self.query = query
+        self.headers = headers
+        """Names lower-cased."""
+        self.body = body
+        self.api = api
+        """The API the path names (`chat`, `responses`), or None."""
+        self._parse = parse
+        self._parsed: Asked | Refusal | None = None
+
+    @property
+    def parsed(self) -> Asked | Refusal:
+        """The typed request, read by its API's wire module, or the API's refusal of it (computed once)."""
+        if self._parsed is None:
+            if self._parse is None:
+                error = ApiError(404, f"sim reads no API request at {self.method} {self.path}")
+                self._parsed = Refusal(error, None)
+            else:
+                self._parsed = self._parse(self)
+        return self._parsed
+
+    @property
+    def retry_count(self) -> int | None:
+        """The retry this request says it is (`x-stainless-retry-count`, as the SDKs send it), if it says."""
+        said = self.headers.get("x-stainless-retry-count", "")
+        return int(said) if said.isdigit() else None
+
+
+class Answerer(Protocol):
+    """A source of answers: a scenario's script, a recording, drawn replies, an upstream."""
+
+    async def answer(self, request: Received) -> Answer:
+        """The answer to `request`."""
+        ...
+
+    @property
+    def finished(self) -> bool:
+        """Whether it has nothing more to answer (`sim serve --once` stops after the answer that says so)."""
+        ...
