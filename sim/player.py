@@ -17,7 +17,7 @@ from sim.core.model import ModelClient
 from sim.core.outcome import Outcome
 from sim.core.scripted import ScriptedModel
 from sim.core.transcript import TranscriptRecorder
-from sim.scenario.expectations import check_run
+from sim.scenario.expectations import unmet_expectations
 from sim.scenario.loader import load_scenario
 from sim.scenario.schema import Scenario
 from sim.scenario.world import build_world, scripted_replies, unused_script
@@ -125,7 +125,7 @@ async def play_scenario(
             problems = simulator.problems + simulator.unused() + world.unused()
         else:
             problems = unused_script(scripted) + world.unused()
-        problems += check_run(
+        problems += unmet_expectations(
             scenario,
             outcome=outcome,
             error=str(error) if error else None,

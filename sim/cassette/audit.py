@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from sim.cassette.conversations import Exchange, HttpFailure, conversations
+from sim.cassette.conversations import HttpFailure, ModelCall, conversations
 from sim.cassette.reader import Cassette, RecordedInteraction, RecordedRequest
 from sim.cassette.replay import replayable
 from sim.cassette.scrubbing import credentials_in_body
@@ -92,7 +92,7 @@ def audit(cassette: Cassette) -> list[Finding]:
     return sorted(findings, key=lambda finding: -1 if finding.interaction is None else finding.interaction)
 
 
-def _judged(exchange: Exchange) -> Sequence[ChatMessage]:
+def _judged(exchange: ModelCall) -> Sequence[ChatMessage]:
     """The messages whose pairing can be judged: where the chain goes back to a response not recorded,
     results answering calls that are not shown were paired there (its warning says so)."""
     if not exchange.unknown_start:

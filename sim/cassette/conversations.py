@@ -40,7 +40,7 @@ class HttpFailure:
 
 
 @dataclass(frozen=True, slots=True)
-class Exchange:
+class ModelCall:
     """One model call: what the request held (a chained request: the whole conversation it continues), what
     it added, and what came back."""
 
@@ -69,7 +69,7 @@ class Conversation:
     """Requests that each extend the one before (in recorded order, other conversations' requests may
     come between them)."""
 
-    exchanges: list[Exchange] = field(default_factory=list)
+    exchanges: list[ModelCall] = field(default_factory=list)
 
     def continued_by(self, messages: Sequence[ChatMessage]) -> tuple[bool, int] | None:
         """How well `messages` continue this conversation (its last reply comes next, the length of what
@@ -135,7 +135,7 @@ class _Replied:
 
 
 def _appended(
-    interaction: RecordedInteraction, codec: Codec, earlier: dict[int, Exchange], parallel: _ParallelReplies
+    interaction: RecordedInteraction, codec: Codec, earlier: dict[int, ModelCall], parallel: _ParallelReplies
 ) -> _Request | None:
     """A request that appends items to an earlier request (compact, or plain text repeating it) read from
     those items alone: the earlier request's conversation, continued (None when it cannot be read so)."""
@@ -319,7 +319,7 @@ def _conversations(cassette: Cassette) -> list[Conversation]:
     found: list[Conversation] = []
     replied: dict[str, _Replied] = {}
     parallel = _ParallelReplies()
-    earlier: dict[int, Exchange] = {}
+    earlier: dict[int, ModelCall] = {}
     ends = _Ends()
     for interaction in cassette.interactions:
         codec = interaction.codec
@@ -342,7 +342,7 @@ def _conversations(cassette: Cassette) -> list[Conversation]:
         reply = _reply(interaction, codec)
         continuing = len(conversation.exchanges) > 0
         renamed = _renamed(conversation.exchanges[-1].reply, new) if continuing else {}
-        exchange = Exchange(
+        exchange = ModelCall(
             interaction, codec, messages, new, request.tools, request.streamed, reply,
             request.problem, request.continues, request.unknown_previous, request.unknown_start, renamed,
         )  # fmt: skip
@@ -403,7 +403,7 @@ class _Ends:
         self._where: dict[int, tuple[int, int]] = {}
         self._folds: dict[int, tuple[int, int]] = {}
         """How much of each conversation's dialogue is hashed, and its hash (a dialogue only grows)."""
-        self._moved: dict[int, Exchange] = {}
+        self._moved: dict[int, ModelCall] = {}
         """Conversations that moved on since the last lookup, and where they end now."""
         self._by_list: dict[int, dict[int, None]] = {}
         """The conversations whose last request's messages are a view of a shared list, by the list's id."""
@@ -447,7 +447,7 @@ class _Ends:
                     break
         return None if best is None else best[1]
 
-    def moved(self, position: int, last: Exchange) -> None:
+    def moved(self, position: int, last: ModelCall) -> None:
         """Conversation `position` now ends with `last` (continued by nothing when its request could not
         be read)."""
         self._moved[position] = last

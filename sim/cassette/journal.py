@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 from sim.cassette.compact import Compactor, Rebuilder
 from sim.cassette.scrubbing import Scrubber
-from sim.cassette.writer import Exchange, cassette_pieces, interaction_data, write_pieces, written_rest
+from sim.cassette.writer import HttpExchange, cassette_pieces, interaction_data, write_pieces, written_rest
 from sim.core.errors import CassetteError
 from sim.core.json_text import loads
 
@@ -111,7 +111,7 @@ class Journal:
             raise CassetteError(f"{self.path}: the recording has ended")
         return self._fd
 
-    def append(self, seq: int, exchange: Exchange) -> bool:
+    def append(self, seq: int, exchange: HttpExchange) -> bool:
         """Write one finished exchange (`seq`: its request's place in arrival order), scrubbed, and fsync;
         False (and why in `problems`) when it cannot be written: nothing of it is."""
         try:

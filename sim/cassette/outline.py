@@ -3,7 +3,7 @@ size and summary) or HTTP error, what was ignored."""
 
 from __future__ import annotations
 
-from sim.cassette.conversations import Exchange, HttpFailure, conversations
+from sim.cassette.conversations import HttpFailure, ModelCall, conversations
 from sim.cassette.reader import Cassette
 from sim.core.messages import AssistantMessage, ChatMessage, Reasoning, ToolMessage
 from sim.core.transcript import counted, preview
@@ -28,7 +28,7 @@ def _message(message: ChatMessage) -> list[str]:
     return [f"  + {message.role}: {preview(message.content)}"]
 
 
-def _exchange(exchange: Exchange, turn: int) -> list[str]:
+def _exchange(exchange: ModelCall, turn: int) -> list[str]:
     request = exchange.interaction.request
     streamed = " (streamed)" if exchange.streamed else ""
     number = exchange.interaction.index + 1

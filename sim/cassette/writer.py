@@ -21,7 +21,7 @@ from sim.core.json_text import loads
 
 
 @dataclass(frozen=True, slots=True)
-class Exchange:
+class HttpExchange:
     """One HTTP request and its response, as captured."""
 
     method: str
@@ -34,11 +34,11 @@ class Exchange:
     response_body: bytes
 
 
-def exchange_from_vcr(request: Any, response: Mapping[str, Any]) -> Exchange:
+def exchange_from_vcr(request: Any, response: Mapping[str, Any]) -> HttpExchange:
     """One interaction as vcrpy captured it: its `Request` and its response as a dict."""
     body = request.body
     status = response.get("status", {})
-    return Exchange(
+    return HttpExchange(
         method=request.method,
         uri=request.uri,
         request_headers={str(k): [str(v)] for k, v in request.headers.items()},
@@ -50,7 +50,7 @@ def exchange_from_vcr(request: Any, response: Mapping[str, Any]) -> Exchange:
     )
 
 
-def exchanges_from_vcr(cassette_dict: Mapping[str, Any]) -> list[Exchange]:
+def exchanges_from_vcr(cassette_dict: Mapping[str, Any]) -> list[HttpExchange]:
     """The interactions vcrpy captured (its `{"requests": [...], "responses": [...]}`)."""
     pairs = zip(cassette_dict["requests"], cassette_dict["responses"], strict=True)
     return [exchange_from_vcr(request, response) for request, response in pairs]
@@ -119,7 +119,7 @@ def _headers(headers: Mapping[str, list[str]], scrubber: Scrubber) -> dict[str, 
     return kept
 
 
-def interaction_data(exchange: Exchange, scrubber: Scrubber) -> dict[str, Any]:
+def interaction_data(exchange: HttpExchange, scrubber: Scrubber) -> dict[str, Any]:
     """One exchange as the file writes it: vcrpy's layout, bodies readable, secrets gone; `ValueError` or
     `OSError` when a body cannot be written."""
     request: dict[str, Any] = {
@@ -137,7 +137,7 @@ def interaction_data(exchange: Exchange, scrubber: Scrubber) -> dict[str, Any]:
     return {"request": request, "response": response}
 
 
-def _interactions(exchanges: Iterable[Exchange], scrubber: Scrubber) -> Iterator[dict[str, Any]]:
+def _interactions(exchanges: Iterable[HttpExchange], scrubber: Scrubber) -> Iterator[dict[str, Any]]:
     for number, exchange in enumerate(exchanges):
         try:
             yield interaction_data(exchange, scrubber)
@@ -146,7 +146,7 @@ def _interactions(exchanges: Iterable[Exchange], scrubber: Scrubber) -> Iterator
 
 
 def cassette_data(
-    exchanges: Iterable[Exchange], *, sim: Mapping[str, Any] | None, secrets: tuple[str, ...]
+    exchanges: Iterable[HttpExchange], *, sim: Mapping[str, Any] | None, secrets: tuple[str, ...]
 ) -> dict[str, Any]:
     """The cassette as data: vcrpy's layout, bodies readable, secrets gone, and the `sim:` block if any."""
     scrubber = Scrubber(secrets)
@@ -250,7 +250,7 @@ def cassette_pieces(interactions: Iterable[Mapping[str, Any]], rest: Mapping[str
 
 def write_cassette(
     path: Path,
-    exchanges: Iterable[Exchange],
+    exchanges: Iterable[HttpExchange],
     *,
     sim: Mapping[str, Any] | None,
     secrets: tuple[str, ...],

@@ -33,7 +33,7 @@ from sim.core.untrusted import visible
 from sim.drift.compare import Drift, compared_json
 from sim.drift.prices import PRICES, cost
 from sim.drift.scenarios import recording_of
-from sim.drift.session import FileDrift, Upstream, drift_file, usage_sum
+from sim.drift.session import FileDrift, UpstreamConnection, drift_file, usage_sum
 from sim.reports.html import Report, Tally, divergence, section
 
 _STYLE = {Drift.same: "green", Drift.compatible: "yellow", Drift.breaking: "red"}
@@ -140,7 +140,7 @@ async def _all(
     async with httpx2.AsyncClient(
         timeout=timeout, follow_redirects=False, transport=transport_factory()
     ) as client:
-        upstream = Upstream(base_url, headers, client, secrets=secrets)
+        upstream = UpstreamConnection(base_url, headers, client, secrets=secrets)
 
         async def one(path: Path) -> FileDrift:
             async with limit:
@@ -151,7 +151,9 @@ async def _all(
         return list(await asyncio.gather(*(one(path) for path in files)))
 
 
-async def _scenario(path: Path, upstream: Upstream, max_requests: int | None, api: Api) -> FileDrift:
+async def _scenario(
+    path: Path, upstream: UpstreamConnection, max_requests: int | None, api: Api
+) -> FileDrift:
     """A scenario asked again as the recording it stands for (its scripted replies the recorded side)."""
     with tempfile.TemporaryDirectory() as folder:
         cassette = Path(folder) / "recording.yaml"

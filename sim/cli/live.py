@@ -26,7 +26,7 @@ from sim.core.events import RunEvent
 from sim.core.loop import DEFAULT_MAX_TURNS, AgentRunner, RunEnding
 from sim.core.messages import CHAT_MESSAGES
 from sim.core.tools import ToolRegistry
-from sim.core.transcript import describe
+from sim.core.transcript import event_lines
 from sim.core.untrusted import visible
 from sim.tools.shell import shell_tool
 
@@ -190,7 +190,7 @@ def _style(line: str) -> str:
 
 
 def _print_event(event: RunEvent) -> None:
-    for line in describe(event):
+    for line in event_lines(event):
         out.print(Text(line, style=_style(line)))
 
 

@@ -12,7 +12,7 @@ from sim.core.transcript import counted, turns
 from sim.player import PlayReport
 from sim.reports.html import Report, Tally, divergence, section
 from sim.fuzz.campaign import FuzzReport
-from sim.fuzz.strategies import describe
+from sim.fuzz.strategies import script_shape
 from sim.fuzz.target import TargetCampaign
 from sim.fuzz.target import describe as describe_reply
 
@@ -51,7 +51,7 @@ def checked(results: Sequence[dict[str, Any]]) -> Report:
 
 def fuzzed(report: FuzzReport, target: str | None) -> Report:
     """A campaign: its tally, and the smallest failing script with what it broke and how to run it again."""
-    page = Report(f"sim fuzz{' --target ' + target if target else ''}")
+    page = Report(f"sim fuzz --target {target}" if target else "sim fuzz-loop")
     page.outcomes.update(report.outcomes)
     page.error_codes.update(report.error_codes)
     failure = report.failure
@@ -62,7 +62,7 @@ def fuzzed(report: FuzzReport, target: str | None) -> Report:
         return page
     again = f"sim serve {report.saved}, then your loop" if target else f"sim play {report.saved}"
     page.notes.append(f"smallest failing scenario: {report.saved}; to reproduce it: {again}")
-    script = [f"user: {failure.scenario.prompt}", *describe(failure.scenario).split(" -> ")]
+    script = [f"user: {failure.scenario.prompt}", *script_shape(failure.scenario).split(" -> ")]
     broken = tuple(str(violation) for violation in failure.violations)
     page.sections.append(
         section(str(report.saved or "counterexample"), False, "counterexample", broken, script)

@@ -35,7 +35,7 @@ def turns(count: int) -> str:
     return counted(count, "turn")
 
 
-def describe(event: RunEvent) -> list[str]:
+def event_lines(event: RunEvent) -> list[str]:
     """The lines that tell one event."""
     if isinstance(event, TurnStarted):
         return [f"turn {event.turn}: request with {counted(len(event.request.messages), 'message')}"]
@@ -77,6 +77,6 @@ class TranscriptRecorder:
 
     def __call__(self, event: RunEvent) -> None:
         """Record one event."""
-        self.lines.extend(describe(event))
+        self.lines.extend(event_lines(event))
         if isinstance(event, ToolCallFinished):
             self.tool_results[(event.call.id, event.turn)] = event

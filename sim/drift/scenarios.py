@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx2
 
 from sim.adapters.apis import Api
-from sim.cassette.writer import Exchange, write_cassette
+from sim.cassette.writer import HttpExchange, write_cassette
 from sim.core.errors import ScenarioError
 from sim.player import play_scenario
 from sim.scenario.loader import load_scenario
@@ -20,7 +20,7 @@ from sim.scenario.schema import Latency, Scenario
 class _Keeping(httpx2.AsyncBaseTransport):
     """A transport that keeps each request and response that passes through it."""
 
-    def __init__(self, inner: httpx2.AsyncBaseTransport, kept: list[Exchange]) -> None:
+    def __init__(self, inner: httpx2.AsyncBaseTransport, kept: list[HttpExchange]) -> None:
         self.inner = inner
         self.kept = kept
 
@@ -28,7 +28,7 @@ class _Keeping(httpx2.AsyncBaseTransport):
         response = await self.inner.handle_async_request(request)
         body = await response.aread()
         self.kept.append(
-            Exchange(
+            HttpExchange(
                 method=request.method,
                 uri=str(request.url),
                 request_headers={"content-type": ["application/json"]},
@@ -48,7 +48,7 @@ async def recording_of(scenario_path: Path, cassette: Path, *, api: Api = Api.ch
     """Write at `cassette` the recording `scenario_path` stands for, over `api`; `ScenarioError` when the
     scenario cannot be played (no prompt, or it does not pass)."""
     scenario = _without_latency(load_scenario(scenario_path))
-    kept: list[Exchange] = []
+    kept: list[HttpExchange] = []
     report = await play_scenario(
         scenario, path=scenario_path, via="sdk", api=api, wrap=lambda inner: _Keeping(inner, kept)
     )

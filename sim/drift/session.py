@@ -15,18 +15,18 @@ from typing import Any
 
 import httpx2
 
-from sim.adapters.body_bytes import GrowingItems, assemble, dumps
-from sim.cassette.conversations import Conversation, Exchange, HttpFailure, conversations
+from sim.cassette.conversations import Conversation, HttpFailure, ModelCall, conversations
 from sim.cassette.reader import RecordedRequest, RecordedResponse, read_cassette
 from sim.cassette.scrubbing import Scrubber
 from sim.cassette.upstream import UpstreamUrl
-from sim.cassette.writer import Exchange as WrittenExchange
+from sim.cassette.writer import HttpExchange
 from sim.core.errors import AgentError
 from sim.core.json_text import loads
 from sim.core.model import Usage
 from sim.core.transcript import preview
 from sim.drift.compare import Compared, Drift, compare, summary
 from sim.drift.resend import Answer, CannotResend, Resender, resender
+from sim.wire.body_bytes import GrowingItems, assemble, dumps
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,7 @@ class ConversationDrift:
     unanswered: str | None = None
     """Why a turn was not answered (an HTTP error, no reply, a reply too large): the question was not asked
     through, so the live conversation is no recording of the model."""
-    exchanges: list[WrittenExchange] = field(default_factory=list)
+    exchanges: list[HttpExchange] = field(default_factory=list)
     """What was sent and what came back, for `--rerecord` (no credential among the headers)."""
 
     @property
@@ -95,7 +95,7 @@ REPLY_SECONDS = 600.0
 
 
 @dataclass(frozen=True, slots=True)
-class Upstream:
+class UpstreamConnection:
     """Where and how to ask: the base URL (`https://api.openai.com/v1`, parsed as `sim proxy` parses its
     own: `ValueError` for one with a user or password), the credential headers (never written or shown),
     the HTTP client (a test's in-process transport, or the network), the bounds of one reply (its size in
@@ -148,7 +148,9 @@ def usage_sum(total: Usage, usage: Usage | None) -> Usage:
     )
 
 
-async def drift_file(path: Path, upstream: Upstream, *, max_requests: int | None = None) -> FileDrift:
+async def drift_file(
+    path: Path, upstream: UpstreamConnection, *, max_requests: int | None = None
+) -> FileDrift:
     """Ask each conversation of the cassette at `path` again; at most `max_requests` requests in all (the
     recorded count when None)."""
     started = time.perf_counter()
@@ -197,7 +199,7 @@ class _Sent:
         return assemble(fields, self.key, self.items.joined(), b"")
 
 
-def _next(exchange: Exchange, sender: Resender, state: _Sent, was: Answer, now: Answer) -> bytes:
+def _next(exchange: ModelCall, sender: Resender, state: _Sent, was: Answer, now: Answer) -> bytes:
     """The next request's body, carrying `now` where the recording carried `was`; `state` is brought up to
     it (a chained request sends only what is new, and leaves it as it was)."""
     request = exchange.interaction.request
@@ -220,7 +222,11 @@ def _next(exchange: Exchange, sender: Resender, state: _Sent, was: Answer, now: 
 
 
 async def _ask_again(
-    conversation: Conversation, asked: ConversationDrift, upstream: Upstream, result: FileDrift, budget: int
+    conversation: Conversation,
+    asked: ConversationDrift,
+    upstream: UpstreamConnection,
+    result: FileDrift,
+    budget: int,
 ) -> int:
     previous: tuple[Answer, Answer] | None = None
     state: _Sent | None = None
@@ -303,7 +309,7 @@ def _stopped(turn: int, conversation: Conversation) -> str | None:
     return f"stopped at turn {turn} of {of}: the recorded results no longer answer the live reply"
 
 
-def _body(exchange: Exchange) -> dict[str, Any]:
+def _body(exchange: ModelCall) -> dict[str, Any]:
     text = exchange.interaction.request.text
     body = loads(text or "{}")
     if not isinstance(body, dict):
@@ -312,7 +318,7 @@ def _body(exchange: Exchange) -> dict[str, Any]:
 
 
 async def _send(
-    upstream: Upstream, exchange: Exchange, body: bytes, result: FileDrift
+    upstream: UpstreamConnection, exchange: ModelCall, body: bytes, result: FileDrift
 ) -> RecordedResponse | Unanswered:
     """The upstream's reply, read as it streams in, within the reply's bounds of size and time."""
     url = upstream.url.target(exchange.codec.endpoint)
@@ -330,7 +336,7 @@ async def _send(
 
 
 async def _read(
-    upstream: Upstream, url: str, body: bytes, headers: dict[str, str]
+    upstream: UpstreamConnection, url: str, body: bytes, headers: dict[str, str]
 ) -> RecordedResponse | Unanswered:
     async with upstream.client.stream("POST", url, content=body, headers=headers) as response:
         chunks, size = [], 0
@@ -356,14 +362,14 @@ def _error_text(response: RecordedResponse, scrubber: Scrubber) -> str:
 
 
 def _written(
-    exchange: Exchange, upstream: Upstream, body: bytes, response: RecordedResponse
-) -> WrittenExchange:
+    exchange: ModelCall, upstream: UpstreamConnection, body: bytes, response: RecordedResponse
+) -> HttpExchange:
     """The exchange as a cassette would hold it: the request as sent, no credential header."""
     uri = upstream.url.target(exchange.codec.endpoint, shown=True)
     kept = {
         name: values for name, values in response.headers.items() if name in ("content-type", "openai-model")
     }
-    return WrittenExchange(
+    return HttpExchange(
         method="POST",
         uri=uri,
         request_headers={"content-type": ["application/json"]},

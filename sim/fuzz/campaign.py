@@ -23,13 +23,13 @@ from sim.cassette.writer import to_yaml, write_atomically
 from sim.core.loop import DEFAULT_SYSTEM_PROMPT, AgentRunner, RunEnding
 from sim.core.messages import ToolMessage
 from sim.core.scripted import ScriptedApprover
+from sim.fuzz.databases import Namespaced
+from sim.fuzz.invariants import Violation, broken_invariants
+from sim.fuzz.oracle import expect
+from sim.fuzz.strategies import scenarios
 from sim.player import Via, connect
 from sim.scenario.schema import Scenario
 from sim.scenario.world import build_world
-from sim.fuzz.databases import Namespaced
-from sim.fuzz.invariants import Violation, check_run
-from sim.fuzz.oracle import expect
-from sim.fuzz.strategies import scenarios
 
 RunnerFactory = Callable[..., Any]
 """Builds a loop like `AgentRunner(model, tools, approver, workspace=, system_prompt=, max_turns=)`."""
@@ -61,7 +61,7 @@ async def run_example(
     )
     ending = await RunEnding.settle(runner.run(scenario.require_prompt()))
     approver = world.approver
-    violations = check_run(
+    violations = broken_invariants(
         scenario,
         expected,
         scripted.requests if simulator is None else simulator.requests,
@@ -159,6 +159,5 @@ def save_scenario(scenario: Scenario, folder: Path, name: str, description: str)
 def save_counterexample(run: ExampleRun, folder: Path, seed: int) -> Path:
     """Write the failing scenario (its expectations are the oracle's) so that `sim play` reproduces it."""
     violations = "; ".join(map(str, run.violations))
-    return save_scenario(
-        run.scenario, folder, f"fuzz-seed-{seed}", f"Shrunk by sim fuzz (seed {seed}). It broke: {violations}"
-    )
+    description = f"Shrunk by sim fuzz-loop (seed {seed}). It broke: {violations}"
+    return save_scenario(run.scenario, folder, f"fuzz-seed-{seed}", description)

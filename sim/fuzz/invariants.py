@@ -1,7 +1,7 @@
 """The loop's invariants, checked on one run: each broken one is named, with what was seen.
 
 Given the script, the oracle's account of it, the requests the model received, how the run ended, and
-what the world was asked (commands run, approvals asked), `check_run` returns every violation of:
+what the world was asked (commands run, approvals asked), `broken_invariants` returns every violation of:
 
 - `pairing`: every request pairs tool calls and results as the API requires;
 - `append_only`: each request extends the one before, the system prompt first and unchanged;
@@ -33,8 +33,8 @@ from sim.core.messages import (
     validate_pairing,
 )
 from sim.core.model import ModelRequest
-from sim.scenario.schema import Scenario
 from sim.fuzz.oracle import Expected
+from sim.scenario.schema import Scenario
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +78,7 @@ def _dialogue(messages: list[ChatMessage]) -> list[ChatMessage]:
     return messages[1:] if messages and isinstance(messages[0], SystemMessage) else messages
 
 
-def check_run(
+def broken_invariants(
     scenario: Scenario,
     expected: Expected,
     requests: Sequence[ModelRequest],

@@ -20,8 +20,8 @@ from sim.core.calls import CallRef, call_key, keyed
 from sim.core.messages import ToolCall
 from sim.core.scripted import ScriptedCommand
 from sim.core.tools import ToolRegistry
-from sim.scenario.schema import Scenario, ScriptedResultSpec
 from sim.fuzz.oracle import Expected, expect
+from sim.scenario.schema import Scenario, ScriptedResultSpec
 
 COMMANDS = ("echo hi", "ls", "pwd", "cat notes.txt", "make test")
 TEXTS = ("Done.", "", "It printed hi.", "All tests pass.")
@@ -255,7 +255,7 @@ def _expectations(expected: Expected) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def describe(scenario: Scenario) -> str:
+def script_shape(scenario: Scenario) -> str:
     """One line for people: the shape of the script."""
     shapes = []
     for reply in scenario.replies:

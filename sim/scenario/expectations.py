@@ -18,7 +18,7 @@ def _differs(field: str, expected: Any, actual: Any) -> list[str]:
     return [f"{field}: expected {expected!r}, got {actual!r}"]
 
 
-def check_run(
+def unmet_expectations(
     scenario: Scenario,
     *,
     outcome: Outcome,

@@ -24,9 +24,9 @@ from sim.adapters.apis import codec_for
 from sim.cassette.journal import Journal
 from sim.cassette.secrets import SECRET_HEADERS
 from sim.cassette.upstream import UpstreamUrl
-from sim.cassette.writer import Exchange
-from sim.server.access_log import Answered
-from sim.server.serve import ConnectionAborted
+from sim.cassette.writer import HttpExchange
+from sim.host.access_log import Answered
+from sim.host.serve import ConnectionAborted
 from sim.server.simulator import api_error
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
@@ -157,7 +157,7 @@ class RecordingProxy:
                 raise
             finally:
                 await upstream.aclose()
-            exchange = Exchange(
+            exchange = HttpExchange(
                 method=request.method,
                 uri=shown,
                 request_headers={k: [v] for k, v in headers.items()},

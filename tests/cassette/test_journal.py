@@ -17,7 +17,7 @@ from typer.testing import CliRunner, Result
 
 from sim.cassette.journal import Journal, journal_path, write_recovered
 from sim.cassette.reader import load_data, read_cassette
-from sim.cassette.writer import Exchange, cassette_pieces, to_yaml, write_cassette, written_rest
+from sim.cassette.writer import HttpExchange, cassette_pieces, to_yaml, write_cassette, written_rest
 from sim.cli import app
 from sim.core.errors import CassetteError
 from tests.corpus import needs_corpus, real_cassettes
@@ -29,13 +29,13 @@ BINARY = b"\x1f\x8b" + bytes((n * 37) % 256 for n in range(300))
 """Not UTF-8 text (an audio body, say), and starting like gzip without being it."""
 
 
-def exchange(turn: int, *, key_in: str = "", binary: bool = False) -> Exchange:
+def exchange(turn: int, *, key_in: str = "", binary: bool = False) -> HttpExchange:
     """Request `turn` of one growing conversation (each body extends the one before)."""
     messages = [{"role": "user", "content": "Count."}]
     for n in range(turn):
         messages += [{"role": "assistant", "content": f"{n} {key_in}"}, {"role": "user", "content": "more"}]
     answer = BINARY if binary else json.dumps({"turn": turn, "said": key_in}).encode()
-    return Exchange(
+    return HttpExchange(
         method="POST",
         uri=f"https://api.example.com/v1/chat/completions?key={KEY}"
         if key_in
@@ -236,7 +236,7 @@ def test_real_cassettes_are_written_a_piece_at_a_time_as_the_whole_would_be(path
     assert pieces == expected.removesuffix("...\n")  # the end-of-document mark is optional
 
 
-def big_exchange(turn: int, size: int) -> Exchange:
+def big_exchange(turn: int, size: int) -> HttpExchange:
     """`exchange(turn)` answered with about `size` bytes of text that does not compress."""
     filler = "".join(f"{(n * 7919) % 10007:05d}" for n in range(size // 5))
     return replace(

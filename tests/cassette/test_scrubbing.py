@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sim.adapters.chat_wire import chunks_to_wire
 from sim.cassette.audit import audit
 from sim.cassette.reader import read_cassette
 from sim.cassette.scrubbing import Scrubber, credentials_in_body
 from sim.cassette.secrets import REDACTED, is_placeholder, require_scrubbable
-from sim.cassette.writer import Exchange, write_cassette
+from sim.cassette.writer import HttpExchange, write_cassette
 from sim.core.errors import ConfigurationError
 from sim.core.messages import AssistantMessage, ToolCall
 from sim.core.model import ModelReply
+from sim.wire.chat import chunks_to_wire
 
 KEY = "sk-RECOGNISABLE-key-5f2a9c7e31d4"
 ORG = "org-RECOGNISABLEorg9f8e7d6c"
@@ -114,7 +114,7 @@ def test_the_live_key_glued_to_other_text_is_removed_from_every_field(
     glued, remains = glue.format(key), glue.format(REDACTED)
     stream = sse(f"it is {glued}.", arguments=json.dumps({"command": f"echo {glued}"}))
     assert key not in stream  # split across chunks: only the joined text holds it
-    exchange = Exchange(
+    exchange = HttpExchange(
         method="POST",
         uri=f"https://api.example.com/v1/chat/completions?note={glued}",
         request_headers={"x-note": [glued]},
@@ -222,7 +222,7 @@ def test_placeholder_headers_are_notes_and_real_ones_serious(tmp_path: Path) -> 
 
 def test_the_writer_refuses_nothing_and_writes_no_secret(tmp_path: Path) -> None:
     said = f"line one\n{ORG} and {KEY}"
-    exchange = Exchange(
+    exchange = HttpExchange(
         method="POST",
         uri="https://api.example.com/v1/chat/completions",
         request_headers={"authorization": [f"Bearer {KEY}"], "x-note": [f"key {KEY}"]},
@@ -245,7 +245,7 @@ def test_the_writer_refuses_nothing_and_writes_no_secret(tmp_path: Path) -> None
 def written(tmp_path: Path, body: str, content_type: str = "application/json") -> str:
     """The cassette text written for one exchange whose response body is `body`."""
     headers = {"content-type": [content_type]}
-    exchange = Exchange(
+    exchange = HttpExchange(
         method="POST", uri="https://api.example.com/v1/batches", request_headers={}, request_body=None,
         status=200, reason="OK", response_headers=headers, response_body=body.encode(),
     )  # fmt: skip

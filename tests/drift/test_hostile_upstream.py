@@ -15,7 +15,7 @@ import httpx2
 import pytest
 
 from sim.drift.compare import Drift
-from sim.drift.session import FileDrift, Upstream, drift_file
+from sim.drift.session import FileDrift, UpstreamConnection, drift_file
 
 ROOT = Path(__file__).resolve().parents[2]
 CASSETTE = ROOT / "cassettes" / "echo-42.yaml"
@@ -76,7 +76,7 @@ async def hostile(body: Body) -> AsyncIterator[str]:
 def asked(body: Body, **bounds: Any) -> list[FileDrift]:
     async def run() -> list[FileDrift]:
         async with hostile(body) as base_url, httpx2.AsyncClient(timeout=5) as client:
-            upstream = Upstream(base_url, {"authorization": "Bearer k"}, client, **bounds)
+            upstream = UpstreamConnection(base_url, {"authorization": "Bearer k"}, client, **bounds)
             return [await drift_file(CASSETTE, upstream) for _ in range(2)]
 
     return asyncio.run(asyncio.wait_for(run(), timeout=30))  # a bound on a hang, not a measure

@@ -22,7 +22,7 @@ from sim.cassette.reader import load_data, read_cassette
 from sim.cassette.writer import to_yaml
 from sim.drift import session
 from sim.drift.compare import Drift
-from sim.drift.session import FileDrift, Upstream, drift_file
+from sim.drift.session import FileDrift, UpstreamConnection, drift_file
 from sim.scenario.schema import Scenario
 from sim.server import Simulator
 from sim.server.cassette_server import CassetteServer
@@ -48,7 +48,7 @@ def asked_of(cassette: Path, app: Any, base_path: str = "/v1", **options: Any) -
 
     async def run() -> FileDrift:
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app)) as http:
-            upstream = Upstream(f"http://sim.test{base_path}", {"authorization": "Bearer k"}, http)
+            upstream = UpstreamConnection(f"http://sim.test{base_path}", {"authorization": "Bearer k"}, http)
             return await drift_file(cassette, upstream, **options)
 
     return asyncio.run(run())

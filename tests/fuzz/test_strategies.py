@@ -8,7 +8,7 @@ from pydantic import BaseModel
 
 from sim import ToolCall, ToolDefinition, ToolRegistry, ToolResult, shell_tool
 from sim.core.tools import PreparedCall
-from sim.fuzz.strategies import calls_for, describe, scenarios
+from sim.fuzz.strategies import calls_for, scenarios, script_shape
 
 
 class Forecast(BaseModel):
@@ -48,6 +48,6 @@ def test_calls_for_a_registry_reach_every_path_and_handlers_always_give_results(
 @settings(max_examples=20, database=None, derandomize=True, deadline=None)
 @given(scenarios())
 def test_scenarios_describe_themselves_in_one_line(drawn: object) -> None:
-    line = describe(drawn)  # type: ignore[arg-type]
+    line = script_shape(drawn)  # type: ignore[arg-type]
     assert line.startswith(f"max_turns={drawn.max_turns}: ")  # type: ignore[attr-defined]
     assert "\n" not in line
