@@ -24,7 +24,7 @@ from sim.cassette.answering import Miss, RecordedAnswers
 from sim.cassette.reader import Cassette, Headers
 from sim.cassette.secrets import SECRET_HEADERS, STALE_HEADERS
 from sim.core.errors import CassetteError
-from sim.server.access_log import Answered
+from sim.host.access_log import Answered
 from sim.server.simulator import api_error
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]

@@ -18,7 +18,7 @@ from sim.cli import app, drifting, serving
 from sim.core.untrusted import visible
 from sim.scenario.schema import Scenario
 from sim.server import Simulator
-from sim.server.access_log import AccessLog
+from sim.host.access_log import AccessLog
 from sim.server.cassette_server import CassetteServer
 from tests.scripts import chat_cassette
 from tests.server.test_access_log import post

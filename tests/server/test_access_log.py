@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx2
 
 from sim.cassette.reader import read_cassette
-from sim.server.access_log import AccessLog, Answered
+from sim.host.access_log import AccessLog, Answered
 from sim.server.cassette_server import CassetteServer
 from tests.server.in_process import simulator
 

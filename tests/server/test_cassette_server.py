@@ -18,7 +18,7 @@ import yaml
 from sim.cassette import compact
 from sim.cassette.reader import read_cassette
 from sim.cassette.writer import to_yaml
-from sim.server.access_log import Answered
+from sim.host.access_log import Answered
 from sim.server.cassette_server import CassetteServer
 from tests.cassette.test_compact import many_references
 from tests.corpus import needs_corpus, real_cassettes

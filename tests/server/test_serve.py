@@ -136,7 +136,7 @@ def test_accepted_connections_have_nagle_off() -> None:
     import asyncio
     import socket
 
-    from sim.server.serve import listen
+    from sim.host.serve import listen
 
     async def accept_one() -> int:
         sock = listen("127.0.0.1", 0)

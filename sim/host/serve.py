@@ -1,4 +1,4 @@
-"""Serving an ASGI app (the simulator, a cassette, the recording proxy) on a TCP port with uvicorn, until
+"""Serving an ASGI app (the host over any answerer) on a TCP port with uvicorn, until
 Ctrl-C, SIGTERM or `stop()`; optionally while a command runs against it, ending when the command does."""
 
 from __future__ import annotations

@@ -1,0 +1,273 @@
+"""The one HTTP host: an ASGI app (`Host.app`) that hands each request to an answerer and writes its answer
+back as the API does.
+
+It routes the APIs' paths (`POST /v1/chat/completions`, `POST /v1/responses`, and the same without `/v1`)
+and `GET /v1/models` (the model it is told), and answers any other path with a JSON 404 naming what it
+serves; with `every_path`, every request goes to the answerer (a recording, an upstream). It reads each body
+once, numbers requests from 1, has the API's wire module parse a body once (when the answerer first asks for
+`Received.parsed`), writes model replies as JSON or as the stream's events, and sends latency, cut streams,
+malformed bodies, errors in the API's shape and recorded replies. It tells `on_answered` of each answer
+(the access log) and calls `on_finished` once, after the answer that finishes the answerer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from functools import partial
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.background import BackgroundTask
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from sim.core.json_text import loads
+from sim.host.access_log import Answered, why_refused
+from sim.host.answers import (
+    NO_PACING,
+    Answer,
+    Answerer,
+    ApiError,
+    ModelAnswer,
+    Pacing,
+    Problem,
+    ProblemKind,
+    RawReply,
+    Received,
+    Refusal,
+)
+from sim.wire.chat import ChatProtocol
+from sim.wire.requests import CREATED, Asked, Refused, WireProtocol
+from sim.wire.response_store import STORE_LIMIT_BYTES
+from sim.wire.responses import ResponsesProtocol
+
+__all__ = ["Host", "api_error", "refusal"]
+
+_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+
+
+def api_error(
+    status: int,
+    message: str,
+    *,
+    error_type: str = "invalid_request_error",
+    code: str | None = None,
+    param: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    """An error response shaped like the real API's."""
+    body = {"error": {"message": message, "type": error_type, "param": param, "code": code}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _error_response(error: ApiError) -> JSONResponse:
+    headers = dict(error.headers) if error.headers else None
+    return api_error(
+        error.status,
+        error.message,
+        error_type=error.type,
+        code=error.code,
+        param=error.param,
+        headers=headers,
+    )
+
+
+def refusal(refused: Refused, number: int) -> Refusal:
+    """The API's refusal of request `number`, and the problem it is for the run: the request is invalid, or
+    asks for what sim does not simulate."""
+    where = f"{refused.param}: " if refused.param else ""
+    kind = ProblemKind.not_simulated if refused.unsimulated else ProblemKind.invalid_request
+    said = "not simulated" if refused.unsimulated else "invalid request"
+    problem = Problem(
+        kind,
+        number,
+        f"request {number}: {said}: {where}{refused.problem}",
+        status=refused.status,
+        code=refused.code,
+        param=refused.param,
+        said=refused.message,
+    )
+    return Refusal(ApiError(refused.status, refused.message, code=refused.code, param=refused.param), problem)
+
+
+def parse(protocol: WireProtocol, request: Received) -> Asked | Refusal:
+    """`request`'s body read once by its API's wire module: the request being answered, or the refusal."""
+    try:
+        body = loads(request.body, strict=True)  # no lone surrogate: it could not be answered
+    except ValueError:
+        return Refusal(ApiError(400, "We could not parse the JSON body of your request."), None)
+    if not isinstance(body, dict):
+        return Refusal(ApiError(400, "The request body must be a JSON object."), None)
+    parsed = protocol.parse(body, request.number)
+    return refusal(parsed, request.number) if isinstance(parsed, Refused) else parsed
+
+
+class Host:
+    """An answerer served over HTTP: `app` is the ASGI app."""
+
+    def __init__(
+        self,
+        answerer: Answerer,
+        *,
+        model: str = "sim-model",
+        every_path: bool = False,
+        store_limit: int = STORE_LIMIT_BYTES,
+        on_finished: Callable[[], Any] | None = None,
+        on_answered: Callable[[Answered], None] | None = None,
+    ) -> None:
+        self.answerer = answerer
+        self.model = model
+        """The model `GET /v1/models` lists."""
+        self.on_finished = on_finished
+        """Called once, after the answer that finished the answerer (`Answerer.finished`)."""
+        self.on_answered = on_answered
+        """Told of each request as it is answered (the access log)."""
+        self.told_finished = False
+        self.responses = ResponsesProtocol(store_limit)
+        """The Responses API as served (its store of responses)."""
+        self.protocols: dict[str, WireProtocol] = {
+            path: protocol for protocol in (ChatProtocol(), self.responses) for path in protocol.paths
+        }
+        self.paths = list(self.protocols)
+        """The API paths served."""
+        self.received = 0
+        """Requests handed to the answerer."""
+        self.received_by: Counter[str] = Counter()
+        """Requests received per API (`chat`, `responses`)."""
+        if every_path:
+            routes = [Route("/{path:path}", self._any, methods=_METHODS)]
+        else:
+            routes = [
+                *(Route(path, self._api, methods=["POST"]) for path in self.paths),
+                Route("/v1/models", self._models, methods=["GET"]),
+                Route("/models", self._models, methods=["GET"]),
+            ]
+        self.app = Starlette(routes=routes, exception_handlers={HTTPException: self._not_served})
+
+    async def _not_served(self, request: Request, error: Exception) -> Response:
+        status = error.status_code if isinstance(error, HTTPException) else 500
+        served = ", ".join(f"POST {path}" for path in self.paths) + ", GET /v1/models"
+        message = f"sim does not serve {request.method} {request.url.path}; it serves {served}"
+        return api_error(status, message, code="not_found" if status == 404 else None)
+
+    async def _models(self, request: Request) -> Response:
+        model = {"id": self.model, "object": "model", "created": CREATED, "owned_by": "sim"}
+        return JSONResponse({"object": "list", "data": [model]})
+
+    async def _api(self, request: Request) -> Response:
+        return await self._serve(request, self.protocols[request.url.path])
+
+    async def _any(self, request: Request) -> Response:
+        return await self._serve(request, self.protocols.get(request.url.path))
+
+    async def _serve(self, request: Request, protocol: WireProtocol | None) -> Response:
+        """The answer to one request; the first answer after which the answerer is finished says so."""
+        self.received += 1
+        if protocol is not None:
+            self.received_by[protocol.name] += 1
+        received = Received(
+            self.received,
+            request.method,
+            request.url.path,
+            request.url.query,
+            request.headers,
+            await request.body(),
+            None if protocol is None else protocol.name,
+            None if protocol is None else partial(parse, protocol),
+        )
+        answer = await self.answerer.answer(received)
+        response = await self._render(answer, received, protocol)
+        if self.on_answered is not None:
+            api = received.api or received.path
+            self.on_answered(Answered(api, received.number, response.status_code, _said(answer, response)))
+        if self.on_finished is not None and not self.told_finished and self.answerer.finished:
+            self.told_finished = True
+            response.background = BackgroundTask(self.on_finished)
+        return response
+
+    async def _render(self, answer: Answer, request: Received, protocol: WireProtocol | None) -> Response:
+        if isinstance(answer, Problem):
+            return _error_response(ApiError.of(answer))
+        if isinstance(answer, RawReply):
+            return _raw(answer)
+        if isinstance(answer, ApiError) and not (answer.in_stream or answer.pacing.first_byte):
+            return _error_response(answer)  # as it is, whatever the request: it need not be read
+        asked = request.parsed
+        if not isinstance(asked, Asked) or protocol is None:
+            if isinstance(answer, ApiError):
+                await _wait(answer.pacing.first_byte)
+                return _error_response(answer)
+            return _error_response(asked.error if isinstance(asked, Refusal) else _NO_REQUEST)
+        stream = bool(asked.body.get("stream"))
+        if isinstance(answer, ApiError):
+            if answer.in_stream and stream:
+                failure = {"message": answer.message, "type": answer.type, "param": answer.param,
+                           "code": answer.code}  # fmt: skip
+                events = _events(protocol.failed(failure, asked), b"", None, answer.pacing)
+                return StreamingResponse(events, media_type="text/event-stream")
+            if not stream:
+                await _wait(answer.pacing.first_byte)
+            return _error_response(answer)
+        if not stream:
+            await _wait(answer.pacing.first_byte)
+        if answer.malformed:
+            kind = "text/event-stream" if stream else "application/json"
+            return Response(protocol.broken(stream), media_type=kind)
+        if not stream:
+            wire = protocol.reply(answer.reply, asked, refusal=answer.refusal)
+            if answer.cut_after_chunks is not None:  # not streamed: the body itself is cut short
+                encoded = json.dumps(wire).encode()
+                return Response(encoded[: len(encoded) // 2], media_type="application/json")
+            return JSONResponse(wire)
+        frames = protocol.stream(answer.reply, asked, refusal=answer.refusal)
+        events = _events(frames, protocol.closing, answer.cut_after_chunks, answer.pacing)
+        return StreamingResponse(events, media_type="text/event-stream")
+
+
+_NO_REQUEST = ApiError(404, "sim has no API request here to answer with a model reply")
+
+
+def _raw(reply: RawReply) -> Response:
+    headers = dict(reply.headers)
+    if isinstance(reply.body, bytes):
+        return Response(reply.body, status_code=reply.status, headers=headers)
+    return StreamingResponse(reply.body, status_code=reply.status, headers=headers)
+
+
+def _said(answer: Answer, response: Response) -> str:
+    """What the access log says was served: what the answer says, or the error's `code: message`."""
+    if isinstance(answer, Problem):
+        return f"{answer.code or 'invalid_request_error'}: {answer.error_message}"
+    if answer.said is not None:
+        return answer.said
+    if isinstance(answer, ApiError) and not (answer.in_stream and response.status_code < 400):
+        return f"{answer.code or answer.type or 'error'}: {answer.message}"
+    if isinstance(answer, RawReply) and isinstance(answer.body, bytes) and answer.status >= 400:
+        return why_refused(answer.body)
+    if isinstance(answer, ModelAnswer | RawReply) and response.status_code < 400:
+        return "a reply"
+    return why_refused(bytes(response.body)) if hasattr(response, "body") else "an error"
+
+
+async def _wait(seconds: float) -> None:
+    if seconds:
+        await asyncio.sleep(seconds)
+
+
+async def _events(
+    frames: list[bytes], closing: bytes, cut_after: int | None, pacing: Pacing = NO_PACING
+) -> AsyncIterator[bytes]:
+    await _wait(pacing.first_byte)
+    for number, frame in enumerate(frames):
+        if cut_after is not None and number >= cut_after:
+            return
+        if number and pacing.between_chunks:
+            await asyncio.sleep(pacing.between_chunks)
+        yield frame
+    if closing:
+        yield closing
