@@ -37,7 +37,7 @@ from sim.core.problems import Problem, ProblemKind
 
 if TYPE_CHECKING:
     from sim.core.model import ModelReply
-    from sim.server.protocols import Asked
+    from sim.wire.requests import Asked
 
 __all__ = [
     "Answer",
