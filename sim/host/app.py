@@ -17,7 +17,7 @@ import json
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from functools import partial
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
@@ -107,12 +107,15 @@ def parse(protocol: WireProtocol, request: Received) -> Asked | Refusal:
     return refusal(parsed, request.number) if isinstance(parsed, Refused) else parsed
 
 
-class Host:
+A = TypeVar("A", bound=Answerer)
+
+
+class Host(Generic[A]):
     """An answerer served over HTTP: `app` is the ASGI app."""
 
     def __init__(
         self,
-        answerer: Answerer,
+        answerer: A,
         *,
         model: str = "sim-model",
         every_path: bool = False,

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx2
 
 from sim.host.app import Host
 
 
-def transport(host: Host, *, raise_app_exceptions: bool = True) -> httpx2.AsyncBaseTransport:
+def transport(host: Host[Any], *, raise_app_exceptions: bool = True) -> httpx2.AsyncBaseTransport:
     """An async transport whose requests `host` answers."""
     return httpx2.ASGITransport(app=host.app, raise_app_exceptions=raise_app_exceptions)
