@@ -24,16 +24,16 @@ import httpx2
 from openai import AsyncOpenAI
 
 from sim.adapters.apis import Api
-from sim.adapters.chat_wire import message_to_wire, tool_to_wire
 from sim.adapters.openai_chat import OpenAIChatModel
 from sim.adapters.openai_responses import OpenAIResponsesModel
-from sim.adapters.responses_wire import message_to_items
-from sim.adapters.responses_wire import tool_to_wire as responses_tool
 from sim.core.messages import AssistantMessage, ChatMessage, HistoryView, SystemMessage, ToolCall, ToolMessage
 from sim.core.messages import UserMessage as User
 from sim.core.model import ModelClient, ModelRequest
 from sim.core.tools import ToolRegistry
 from sim.tools.shell import shell_tool
+from sim.wire.chat import message_to_wire, tool_to_wire
+from sim.wire.responses import message_to_items
+from sim.wire.responses import tool_to_wire as responses_tool
 
 SIZES = (10, 100, 1_000)
 TIMED_TURNS = 10

@@ -10,10 +10,11 @@ from typing import Any
 
 import httpx2
 
-from sim.adapters import chat_wire, responses_wire
 from sim.core.errors import ConfigurationError
 from sim.core.messages import ChatMessage, SystemMessage
 from sim.core.model import ModelClient, ModelReply, ToolSpec
+from sim.wire import chat as chat_wire
+from sim.wire import responses as responses_wire
 
 
 class Api(StrEnum):

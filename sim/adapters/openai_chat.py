@@ -11,11 +11,11 @@ from typing import Any
 import httpx2
 from openai import AsyncOpenAI
 
-from sim.adapters.chat_wire import RequestEncoder, reply_from_events, reply_from_wire
 from sim.adapters.sdk_calls import connect, post_json, post_stream
 from sim.core.checks import require_positive_int, require_text
 from sim.core.messages import RequestPairing
 from sim.core.model import ModelReply, ModelRequest
+from sim.wire.chat import RequestEncoder, reply_from_events, reply_from_wire
 
 
 class OpenAIChatModel:

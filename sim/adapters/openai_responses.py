@@ -15,17 +15,17 @@ from typing import Any
 import httpx2
 from openai import AsyncOpenAI
 
-from sim.adapters.responses_wire import (
+from sim.adapters.sdk_calls import connect, post_json, post_stream
+from sim.core.checks import require_positive_int, require_text
+from sim.core.messages import AssistantMessage, ChatMessage, HistoryView, RequestPairing
+from sim.core.model import ModelReply, ModelRequest
+from sim.wire.responses import (
     ENCRYPTED_REASONING,
     ItemEncoder,
     reply_from_events,
     reply_from_wire,
     response_id,
 )
-from sim.adapters.sdk_calls import connect, post_json, post_stream
-from sim.core.checks import require_positive_int, require_text
-from sim.core.messages import AssistantMessage, ChatMessage, HistoryView, RequestPairing
-from sim.core.model import ModelReply, ModelRequest
 
 
 @dataclass(frozen=True, slots=True)

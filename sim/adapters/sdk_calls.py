@@ -16,8 +16,8 @@ import httpx2
 import openai
 from openai import AsyncOpenAI, AsyncStream
 
-from sim.adapters.chat_wire import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON
 from sim.core.errors import ModelAPIError, ModelConnectionError, ModelReplyError, ModelTimeoutError
+from sim.wire.chat import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON
 
 _JSON_HEADERS = {"Content-Type": "application/json"}
 

@@ -13,11 +13,12 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
-from sim.adapters import chat_wire, responses_wire
-from sim.adapters.chat_wire import StreamText
 from sim.cassette.secrets import CREDENTIAL_PATTERNS, credentials_in, known_secrets_pattern, scrub_text
 from sim.cassette.stored_body import sse_lines
 from sim.core.json_text import loads
+from sim.wire import chat as chat_wire
+from sim.wire import responses as responses_wire
+from sim.wire.chat import StreamText
 
 StreamPieces = Callable[[Any], Iterator[StreamText]]
 

@@ -27,9 +27,9 @@ from sim.scenario.schema import MAX_LATENCY
 from sim.server.access_log import AccessLog
 from sim.server.cassette_server import CassetteServer
 from sim.server.proxy import STOP_GRACE, UPSTREAM_TIMEOUT, RecordingProxy, Upstream
-from sim.server.response_store import STORE_LIMIT_BYTES
 from sim.server.serve import AppServer, CommandNotFound, base_url, listen
 from sim.server.simulator import Simulator
+from sim.wire.response_store import STORE_LIMIT_BYTES
 
 Host = Annotated[str, typer.Option(help="Address to listen on.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print no line per request answered.")]

@@ -14,11 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sim.adapters import chat_wire, responses_wire
 from sim.adapters.apis import Api, Codec
 from sim.cassette.reader import RecordedResponse
 from sim.core.messages import ToolCall
 from sim.core.model import ModelReply
+from sim.wire import chat as chat_wire
+from sim.wire import responses as responses_wire
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,10 +21,10 @@ from typing import Any
 from hypothesis import strategies as st
 
 from sim.core.model import ModelRequest, ToolSpec
-from sim.scenario.schema import ScriptedErrorSpec, ScriptedReplySpec, ScriptedToolCallSpec
-from sim.server.tool_choice import ReplyTerms
 from sim.fuzz.schema_values import arguments as valid_arguments
 from sim.fuzz.schema_values import mistaken, satisfies
+from sim.scenario.schema import ScriptedErrorSpec, ScriptedReplySpec, ScriptedToolCallSpec
+from sim.wire.tool_choice import ReplyTerms
 
 
 class Profile(StrEnum):

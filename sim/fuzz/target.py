@@ -38,15 +38,15 @@ from sim.cassette.writer import to_yaml
 from sim.core.calls import results_in_history
 from sim.core.errors import ConfigurationError
 from sim.core.model import ModelReply
-from sim.scenario.schema import Scenario, ScriptedReplySpec
-from sim.scenario.world import scripted_reply
-from sim.server.protocols import Asked
-from sim.server.serve import base_url, listen
-from sim.server.simulator import Simulator, api_error
 from sim.fuzz.campaign import campaign_settings
 from sim.fuzz.databases import Namespaced
 from sim.fuzz.invariants import Violation, check_requests
 from sim.fuzz.replies import COUNTED, Profile, ReplyDrawer, kind_of
+from sim.scenario.schema import Scenario, ScriptedReplySpec
+from sim.scenario.world import scripted_reply
+from sim.server.serve import base_url, listen
+from sim.server.simulator import Simulator, api_error
+from sim.wire.requests import Asked
 
 PROMPT = "Please help me with this."
 """The prompt a `function(client, prompt)` target gets."""

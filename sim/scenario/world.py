@@ -6,7 +6,6 @@ import inspect
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sim.adapters.chat_wire import REPLY_NOT_JSON, STREAM_ENDED_EARLY
 from sim.core.approval import AllowAllApprover, Approver, DenyAllApprover
 from sim.core.calls import call_key
 from sim.core.errors import ModelAPIError, ModelReplyError, ScenarioError
@@ -22,6 +21,7 @@ from sim.core.scripted import (
 from sim.core.tools import AnyArguments, ToolContext, ToolDefinition, ToolRegistry, ToolResult
 from sim.scenario.schema import Scenario, ScriptedReplySpec, ScriptedResultSpec, ScriptedToolSpec
 from sim.tools.shell import shell_tool
+from sim.wire.chat import REPLY_NOT_JSON, STREAM_ENDED_EARLY
 
 
 def scripted_reply(spec: ScriptedReplySpec, call_ids: list[str]) -> ModelReply:

@@ -32,17 +32,11 @@ from sim.scenario.outline import summary
 from sim.scenario.schema import Latency, Scenario, ScriptedReplySpec
 from sim.scenario.world import scripted_reply
 from sim.server.access_log import Answered, why_refused
-from sim.server.protocols import (
-    CREATED,
-    Asked,
-    ChatProtocol,
-    Refused,
-    RefusedError,
-    ResponsesProtocol,
-    WireProtocol,
-)
-from sim.server.response_store import STORE_LIMIT_BYTES
-from sim.server.tool_choice import contradicts_tool_choice
+from sim.wire.chat import ChatProtocol
+from sim.wire.requests import CREATED, Asked, Refused, RefusedError, WireProtocol
+from sim.wire.response_store import STORE_LIMIT_BYTES
+from sim.wire.responses import ResponsesProtocol
+from sim.wire.tool_choice import contradicts_tool_choice
 
 __all__ = ["CREATED", "Simulator", "api_error"]
 

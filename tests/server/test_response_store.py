@@ -23,7 +23,7 @@ from sim.core.messages import (
 )
 from sim.scenario import load_scenario
 from sim.server import Simulator
-from sim.server.response_store import ResponseStore
+from sim.wire.response_store import ResponseStore
 from tests.server.in_process import talk
 
 CALL = {"tool_calls": [{"name": "lookup", "arguments": {"city": "Paris"}}]}

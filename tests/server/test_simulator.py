@@ -16,11 +16,11 @@ from openai import AsyncOpenAI
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from sim import ModelAPIError, ModelRequest, SystemMessage, UserMessage
-from sim.adapters.chat_wire import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON, STREAM_ENDED_EARLY
 from sim.adapters.openai_chat import OpenAIChatModel
 from sim.core.errors import ModelReplyError
 from sim.scenario import load_scenario
 from sim.server import Simulator
+from sim.wire.chat import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON, STREAM_ENDED_EARLY
 from tests.server.in_process import talk
 
 ECHO = Path(__file__).resolve().parents[2] / "scenarios" / "echo-42.yaml"

@@ -1,4 +1,5 @@
-"""The Chat Completions wire format: requests encoded incrementally, replies decoded and checked."""
+"""Chat Completions (`POST /v1/chat/completions`): requests encoded incrementally and replies decoded and
+checked (the client side), and requests parsed and replies written as JSON or a stream (the server side)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,6 @@ import re
 from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
-from sim.adapters.body_bytes import EncodedTools, GrowingItems, assemble, dumps
-from sim.adapters.logprobs import PIECE_CHARS, pieces, text_logprobs
 from sim.core.errors import MessageContractError, ModelReplyError
 from sim.core.messages import (
     AssistantMessage,
@@ -20,6 +19,20 @@ from sim.core.messages import (
     validate_pairing,
 )
 from sim.core.model import FinishReason, ModelReply, ModelRequest, ToolSpec, Usage
+from sim.wire.body_bytes import EncodedTools, GrowingItems, assemble, dumps
+from sim.wire.logprobs import PIECE_CHARS, pieces, text_logprobs
+from sim.wire.requests import (
+    CREATED,
+    Asked,
+    Refused,
+    parse,
+    refused_strict,
+    refused_tool_choice,
+    refused_type,
+    refused_unsupported,
+)
+from sim.wire.sse import frame
+from sim.wire.tool_choice import ReplyTerms, reply_terms
 
 FINISH_REASONS: frozenset[str] = frozenset({"stop", "tool_calls", "length", "content_filter"})
 
@@ -489,3 +502,89 @@ def chunks_to_wire(
     if usage is not None:
         chunks.append({**header, "choices": [], "usage": _wire_usage(usage)})
     return chunks
+
+
+class ChatProtocol:
+    """`POST /v1/chat/completions`."""
+
+    name = "chat"
+    paths: tuple[str, ...] = ("/v1/chat/completions", "/chat/completions")
+    closing = b"data: [DONE]\n\n"
+
+    def parse(self, body: dict[str, Any], number: int) -> Asked | Refused:
+        """The request body read once: the request being answered, or the API's refusal."""
+        return parse(self, body, number)
+
+    def refused(self, body: dict[str, Any]) -> Refused | None:
+        """Types, `stream_options` without `stream`, `n`, log probabilities, `tool_choice`."""
+        refused = refused_type(body) or refused_unsupported(body)
+        if refused is None and body.get("stream_options") is not None and not body.get("stream"):
+            message = "The 'stream_options' parameter is only allowed when 'stream' is enabled."
+            refused = Refused(message, "stream_options", "invalid_value")
+        if refused is None and not isinstance(
+            (body.get("stream_options") or {}).get("include_usage", False), bool
+        ):
+            refused = Refused(
+                "Invalid type for 'include_usage'.", "stream_options.include_usage", "invalid_type"
+            )
+        functions = self._functions(body)
+        offered = [function.get("name") for _, function in functions]
+        return refused or refused_tool_choice(body.get("tool_choice"), offered) or refused_strict(functions)
+
+    @staticmethod
+    def _functions(body: dict[str, Any]) -> list[tuple[str, Any]]:
+        """Each function a request offers, with where it sits in the body."""
+        return [(f"tools[{n}].function", t["function"]) for n, t in enumerate(body.get("tools") or [])
+                if isinstance(t, dict) and isinstance(t.get("function"), dict)]  # fmt: skip
+
+    def decode(self, body: dict[str, Any]) -> ModelRequest:
+        """`messages` and `tools`, pairing checked."""
+        return request_from_wire(body)
+
+    def terms(self, body: dict[str, Any]) -> ReplyTerms:
+        """Functions are strict where they say `strict: true`."""
+        return reply_terms(body, [function for _, function in self._functions(body)], unsaid=lambda _: None)
+
+    def check(self, body: dict[str, Any], decoded: ModelRequest) -> Refused | None:
+        """Nothing travels back by reference over Chat Completions."""
+        return None
+
+    def reply(self, reply: ModelReply, asked: Asked, *, refusal: bool = False) -> dict[str, Any]:
+        """A `chat.completion`; a refusal in `message.refusal`, its content null."""
+        return completion_to_wire(
+            reply,
+            completion_id=f"chatcmpl-sim{asked.number:06d}",
+            created=CREATED,
+            model=asked.model,
+            usage=estimate_usage(asked.decoded, reply),
+            logprobs=self._logprobs(asked.body),
+            refusal=refusal,
+        )
+
+    def stream(self, reply: ModelReply, asked: Asked, *, refusal: bool = False) -> list[bytes]:
+        """`chat.completion.chunk`s; the usage chunk only when `stream_options.include_usage` asks; a
+        refusal in `refusal` deltas."""
+        include_usage = bool((asked.body.get("stream_options") or {}).get("include_usage"))
+        chunks = chunks_to_wire(
+            reply,
+            completion_id=f"chatcmpl-sim{asked.number:06d}",
+            created=CREATED,
+            model=asked.model,
+            usage=estimate_usage(asked.decoded, reply) if include_usage else None,
+            logprobs=self._logprobs(asked.body),
+            refusal=refusal,
+        )
+        return [frame(chunk) for chunk in chunks]
+
+    @staticmethod
+    def _logprobs(body: dict[str, Any]) -> int | None:
+        """How many alternatives per token the request asks for, when it asks for log probabilities."""
+        return int(body.get("top_logprobs") or 0) if body.get("logprobs") else None
+
+    def broken(self, stream: bool) -> bytes:
+        """Half a completion."""
+        return b'data: {"id": "chatcmpl-\n\n' if stream else b'{"id": "chatcmpl-'
+
+    def failed(self, error: dict[str, Any], asked: Asked) -> list[bytes]:
+        """An `error` chunk, as the API streams a failure."""
+        return [frame({"error": error})]
