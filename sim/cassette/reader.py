@@ -15,7 +15,6 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from sim.adapters.apis import Codec, codec_for
 from sim.cassette.compact import (
     Compactor,
     Extension,
@@ -30,6 +29,7 @@ from sim.core.errors import CassetteError
 from sim.core.json_text import loads
 from sim.scenario.user_files import FileRefused, opened, read_text
 from sim.scenario.yaml_source import YamlLoader, YamlTooLarge, check_limits, may_alias, yaml_problem
+from sim.wire import Codec, codec_for
 
 
 class _CassetteLoader(YamlLoader):
@@ -272,11 +272,6 @@ class RecordedInteraction:
         """Whether this is a POST to `endpoint` (`/chat/completions`, `/responses`) of any host: OpenAI's,
         Azure's or a compatible one."""
         return self.request.method == "POST" and self.request.path.rstrip("/").endswith(endpoint)
-
-    @property
-    def is_chat_completion(self) -> bool:
-        """Whether this is a POST to Chat Completions."""
-        return self.calls("/chat/completions")
 
     @property
     def codec(self) -> Codec | None:

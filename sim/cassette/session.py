@@ -6,14 +6,14 @@ import re
 from collections.abc import Iterable
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt
 
-from sim.adapters.apis import CODECS, Api
 from sim.core.calls import CallRef, results_in_history
 from sim.core.errors import MessageContractError
 from sim.core.json_text import loads
 from sim.core.outcome import Outcome
 from sim.core.tools import ToolResult
+from sim.wire import CODECS, Api
 
 
 class RecordedTool(BaseModel):
@@ -40,7 +40,11 @@ class RecordedSession(BaseModel):
     """Whether its Responses requests chained through `previous_response_id`."""
     max_turns: PositiveInt
     stream: bool = False
-    max_completion_tokens: PositiveInt | None = None
+    max_tokens: PositiveInt | None = Field(
+        default=None, validation_alias=AliasChoices("max_tokens", "max_completion_tokens")
+    )
+    """The most tokens a reply could hold: Chat's `max_completion_tokens`, Responses' `max_output_tokens`
+    (files written before it had this name say `max_completion_tokens`, for either API)."""
     tools: list[RecordedTool] = Field(default_factory=list)
     outcome: Outcome
     final_text: str | None = None

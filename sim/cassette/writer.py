@@ -145,18 +145,6 @@ def _interactions(exchanges: Iterable[HttpExchange], scrubber: Scrubber) -> Iter
             raise CassetteError(f"interaction {number}: cannot be written: {error}") from None
 
 
-def cassette_data(
-    exchanges: Iterable[HttpExchange], *, sim: Mapping[str, Any] | None, secrets: tuple[str, ...]
-) -> dict[str, Any]:
-    """The cassette as data: vcrpy's layout, bodies readable, secrets gone, and the `sim:` block if any."""
-    scrubber = Scrubber(secrets)
-    data: dict[str, Any] = {"interactions": list(_interactions(exchanges, scrubber))}
-    if sim is not None:
-        data["sim"] = scrubber.value(dict(sim))
-    data["version"] = 1
-    return data
-
-
 _BaseDumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 

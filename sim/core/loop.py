@@ -97,6 +97,18 @@ class RunEnding:
         return outcome_of(self.error)
 
 
+def _both(first: RunObserver | None, then: RunObserver | None) -> RunObserver | None:
+    """One observer telling `first`, then `then`, each event (either may be None)."""
+    if first is None or then is None:
+        return first or then
+
+    def observe(event: RunEvent) -> None:
+        first(event)
+        then(event)
+
+    return observe
+
+
 class AgentRunner:
     """Runs prompts through a model and tools; the history persists across `run()` calls."""
 
@@ -118,6 +130,7 @@ class AgentRunner:
         self.workspace = Path(workspace)
         self.system = SystemMessage(content=system_prompt)
         self.observer = observer
+        self._observe: RunObserver | None = None
         self._history: list[ChatMessage] = []
         self._pairing = PairingChecker()
 
@@ -126,16 +139,18 @@ class AgentRunner:
         """Every message of every run so far, without the system prompt."""
         return tuple(self._history)
 
-    async def run_to_end(self, prompt: str) -> RunEnding:
+    async def run_to_end(self, prompt: str, *, observer: RunObserver | None = None) -> RunEnding:
         """`run`, returning the `AgentError` it raised instead of raising it."""
-        return await RunEnding.settle(self.run(prompt))
+        return await RunEnding.settle(self.run(prompt, observer=observer))
 
     def run_sync(self, prompt: str) -> RunResult:
         """`run` for code that has no event loop."""
         return asyncio.run(self.run(prompt))
 
-    async def run(self, prompt: str) -> RunResult:
-        """Answer `prompt`; raise an `AgentError` carrying the history if the run cannot finish."""
+    async def run(self, prompt: str, *, observer: RunObserver | None = None) -> RunResult:
+        """Answer `prompt`; raise an `AgentError` carrying the history if the run cannot finish. Each
+        event is told to this run's `observer`, if given, then to the runner's."""
+        self._observe = _both(observer, self.observer)
         turns = 0
         try:
             self._append(UserMessage(content=prompt))
@@ -187,8 +202,8 @@ class AgentRunner:
         self, event: Callable[_Fields, RunEvent], *fields: _Fields.args, **named: _Fields.kwargs
     ) -> None:
         """Build and report an event only when someone observes: long runs allocate less."""
-        if self.observer is not None:
-            self.observer(event(*fields, **named))
+        if self._observe is not None:
+            self._observe(event(*fields, **named))
 
     async def _execute(self, turn: int, call: ToolCall, snapshot: ToolSnapshot) -> ToolResult:
         prepared = snapshot.prepare(call)

@@ -24,19 +24,6 @@ from sim.core.model import ToolSpec
 ToolEffect = Literal["read", "write", "execute"]
 """What a tool does to the world; shown to the approver."""
 
-ToolErrorCode = Literal[
-    "unknown_tool",
-    "invalid_json",
-    "invalid_arguments",
-    "permission_denied",
-    "tool_execution_error",
-    "invalid_tool_result",
-    "shell_start_failed",
-    "shell_timeout",
-    "shell_failed",
-]
-"""The error codes sim's own tools and loop produce; user handlers may use others."""
-
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_]+$")
 """What a tool's name may be made of: letters, digits and `_`."""
 

@@ -116,7 +116,7 @@ def test_every_real_cassette_is_covered() -> None:
 
 @pytest.mark.parametrize(("path", "prefix"), CASES)
 def test_recorded_responses_become_replies_or_typed_errors(path: Path, prefix: str) -> None:
-    chats = [i for i in read_cassette(path).interactions if i.is_chat_completion]
+    chats = [i for i in read_cassette(path).interactions if i.calls("/chat/completions")]
     expected = EXPECTED[prefix]
     assert len(chats) == len(expected)
     request = ModelRequest([SystemMessage(content="s"), UserMessage(content="u")])

@@ -104,7 +104,7 @@ def test_sse_events(tmp_path: Path) -> None:
 )
 def test_chat_completion_interactions_are_recognised(tmp_path: Path, uri: str, chat: bool) -> None:
     data = {"interactions": [interaction({"uri": uri}, {"body": {"string": ""}})]}
-    assert read_cassette(write(tmp_path, data)).interactions[0].is_chat_completion is chat
+    assert read_cassette(write(tmp_path, data)).interactions[0].calls("/chat/completions") is chat
 
 
 @pytest.mark.parametrize(

@@ -425,6 +425,30 @@ class TestEvents:
         assert isinstance(events[-1], RunEnded) and events[-1].result is not None
         assert events[-1].result.final_text == "ok"
 
+    def test_a_run_observer_sees_that_run_first_beside_the_runner_observer(self) -> None:
+        seen: list[tuple[str, str]] = []
+        runner, _ = runner_for(
+            [ModelReply.final("one"), ModelReply.final("two")],
+            observer=lambda event: seen.append(("runner", type(event).__name__)),
+        )
+        ending = asyncio.run(
+            runner.run_to_end("go", observer=lambda event: seen.append(("run", type(event).__name__)))
+        )
+        assert ending.final_text == "one"
+        assert seen == [
+            ("run", "TurnStarted"), ("runner", "TurnStarted"), ("run", "ModelReplied"),
+            ("runner", "ModelReplied"), ("run", "RunEnded"), ("runner", "RunEnded"),
+        ]  # fmt: skip
+        seen.clear()
+        runner.run_sync("again")  # the run's observer was for that run only
+        assert seen == [("runner", "TurnStarted"), ("runner", "ModelReplied"), ("runner", "RunEnded")]
+
+    def test_a_run_observer_alone_sees_the_run(self) -> None:
+        events: list[RunEvent] = []
+        runner, _ = runner_for([ModelReply.final("ok")])
+        asyncio.run(runner.run("go", observer=events.append))
+        assert [type(event).__name__ for event in events] == ["TurnStarted", "ModelReplied", "RunEnded"]
+
     def test_run_ended_reports_the_error(self) -> None:
         events: list[RunEvent] = []
         runner, _ = runner_for([ModelReply.final(None)], observer=events.append)
