@@ -24,15 +24,15 @@ from replay import compacted, record, scenario  # bench/replay.py's (this script
 from sim.drift.compare import Drift
 from sim.drift.session import Upstream, drift_file
 from sim.scenario import load_scenario
-from sim.server import Simulator
+from sim.server import scenario_host
 
 
 def overhead(cassette: Path, source: Path) -> tuple[float, float, int]:
     """Per request: sim's own milliseconds and the upstream's, and the requests made."""
-    simulator = Simulator(load_scenario(source))
+    served = scenario_host(load_scenario(source))
 
     async def run() -> tuple[float, float, int]:
-        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=simulator.app)) as http:
+        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=served.app)) as http:
             result = await drift_file(cassette, Upstream("http://sim.test/v1", {}, http))
         assert result.worst is Drift.same and result.requests > 1, result
         own = (result.seconds - result.upstream_seconds) / result.requests

@@ -10,18 +10,21 @@ from typing import Literal
 
 import httpx2
 
-from sim.adapters.apis import Api, connect_model
+from sim.adapters.connect import connect_model
 from sim.core.errors import ScenarioError
 from sim.core.loop import DEFAULT_SYSTEM_PROMPT, AgentRunner
 from sim.core.model import ModelClient
 from sim.core.outcome import Outcome
 from sim.core.scripted import ScriptedModel
 from sim.core.transcript import TranscriptRecorder
+from sim.host.transport import transport
+from sim.scenario.answerer import ScriptAnswerer
 from sim.scenario.expectations import unmet_expectations
 from sim.scenario.loader import load_scenario
 from sim.scenario.schema import Scenario
 from sim.scenario.world import build_world, scripted_replies, unused_script
-from sim.server.simulator import Simulator
+from sim.server.simulator import scenario_host
+from sim.wire import Api
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,13 +67,13 @@ def connect(
     api: Api = Api.chat,
     chain: bool = False,
     wrap: Wrap | None = None,
-) -> tuple[ModelClient, ScriptedModel, Simulator | None]:
+) -> tuple[ModelClient, ScriptedModel, ScriptAnswerer | None]:
     """The model the loop talks to, and the fakes behind it: the `ScriptedModel` itself (`direct`), or the
-    real adapter for `api` and the SDK in front of the scenario's simulator (`sdk`)."""
+    real adapter for `api` and the SDK in front of the scenario's script served in process (`sdk`)."""
     scripted = ScriptedModel(scripted_replies(scenario))
     if via == "direct":
         return scripted, scripted, None
-    simulator = Simulator(scenario)
+    host = scenario_host(scenario)
     model = connect_model(
         api,
         base_url=SIMULATOR_URL,
@@ -78,9 +81,9 @@ def connect(
         model=scenario.model,
         stream=stream,
         chain=chain,
-        http_client=httpx2.AsyncClient(transport=(wrap or _as_is)(httpx2.ASGITransport(app=simulator.app))),
+        http_client=httpx2.AsyncClient(transport=(wrap or _as_is)(transport(host))),
     )
-    return model, scripted, simulator
+    return model, scripted, host.answerer
 
 
 def _as_is(transport: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
@@ -103,7 +106,7 @@ async def play_scenario(
     prompt = scenario.require_prompt()
     world = build_world(scenario)
     recorder = TranscriptRecorder()
-    model, scripted, simulator = connect(scenario, via=via, stream=stream, api=api, chain=chain, wrap=wrap)
+    model, scripted, script = connect(scenario, via=via, stream=stream, api=api, chain=chain, wrap=wrap)
     runner = AgentRunner(
         model,
         world.tools,
@@ -121,8 +124,8 @@ async def play_scenario(
         problems = [str(error)]
     else:
         outcome = ending.outcome
-        if simulator is not None:  # the simulator checked each request as it came
-            problems = simulator.problems + simulator.unused() + world.unused()
+        if script is not None:  # the script checked each request as it came
+            problems = [problem.message for problem in script.problems + script.unused()] + world.unused()
         else:
             problems = unused_script(scripted) + world.unused()
         problems += unmet_expectations(
@@ -132,7 +135,7 @@ async def play_scenario(
             final_text=final_text,
             turns=turns,
             tool_results={call: event.result for call, event in recorder.tool_results.items()},
-            requests=scripted.requests if simulator is None else None,
+            requests=scripted.requests if script is None else None,
         )
     return PlayReport(
         path=str(path) if path else "",

@@ -22,13 +22,13 @@ from sim.cli.terminal import err, open_one, usage_error
 from sim.core.errors import CassetteError, ConfigurationError
 from sim.core.transcript import counted
 from sim.core.untrusted import visible
+from sim.host.access_log import AccessLog
+from sim.host.serve import AppServer, CommandNotFound, base_url, listen
 from sim.scenario.loader import load_scenario
 from sim.scenario.schema import MAX_LATENCY
-from sim.server.access_log import AccessLog
 from sim.server.cassette_server import CassetteServer
 from sim.server.proxy import STOP_GRACE, UPSTREAM_TIMEOUT, RecordingProxy, Upstream
-from sim.server.serve import AppServer, CommandNotFound, base_url, listen
-from sim.server.simulator import Simulator
+from sim.server.simulator import scenario_host
 from sim.wire.response_store import STORE_LIMIT_BYTES
 
 Host = Annotated[str, typer.Option(help="Address to listen on.")]
@@ -126,7 +126,7 @@ def serve(
         return
     scenario = open_one(file, load_scenario)
     server = _listening(host, port)
-    simulator = Simulator(
+    served = scenario_host(
         scenario,
         cycle=cycle,
         on_finished=partial(_stop_after, server, grace) if once else None,
@@ -134,7 +134,8 @@ def serve(
         keep_requests=False,
         on_answered=_access_log(quiet, as_json),
     )
-    server.server.config.app = simulator.app
+    script = served.answerer
+    server.server.config.app = served.app
 
     def ready() -> None:
         print(f"OPENAI_BASE_URL={base_url(server.sock)}", flush=True)
@@ -142,14 +143,14 @@ def serve(
         err.print(f"serving {visible(str(scenario.name))} ({replies}); Ctrl-C stops", markup=False)
 
     server.run(on_ready=ready)
-    problems = simulator.problems + simulator.unused()
+    problems = [problem.message for problem in script.problems + script.unused()]
     _tell(
         problems,
-        simulator.received,
-        simulator.received_by,
-        f"{counted(simulator.answered, 'reply', 'replies')} sent",
+        served.received,
+        served.received_by,
+        f"{counted(script.answered, 'reply', 'replies')} sent",
     )
-    if problems and (once or simulator.problems):
+    if problems and (once or script.problems):
         raise typer.Exit(1)
 
 

@@ -16,11 +16,10 @@ from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
 
 from sim.fuzz.databases import Namespaced, example_database
-from sim.fuzz.replies import Profile, ReplyDrawer
+from sim.fuzz.drawn import BOUND, DrawnAnswerer
+from sim.fuzz.replies import ReplyDrawer
 from sim.fuzz.target import (
-    BOUND,
     RUN_SECONDS,
-    DrawingSimulator,
     Endpoint,
     Target,
     example_failed,
@@ -28,12 +27,13 @@ from sim.fuzz.target import (
     run_once,
     target_of,
 )
+from sim.fuzz.terms import Profile
 
 _endpoint: list[Endpoint] = []
 
 
 def _shared_endpoint() -> Endpoint:
-    """One simulator endpoint per process, started on first use (runs never share a simulator)."""
+    """One endpoint per process, started on first use (runs never share an answerer)."""
     if not _endpoint:
         _endpoint.append(Endpoint())
     return _endpoint[0]
@@ -73,11 +73,11 @@ def fuzz_test(
     @given(st.data())
     def test(data: st.DataObject) -> None:
         drawer = ReplyDrawer(data, chosen)
-        simulator = DrawingSimulator(lambda asked: drawer.draw(asked.decoded, asked.terms), bound)
-        run = run_once(checked, _shared_endpoint(), simulator, seconds)
+        drawn = DrawnAnswerer(lambda asked: drawer.draw(asked.decoded, asked.terms), bound)
+        run = run_once(checked, _shared_endpoint(), drawn, seconds)
         for name in sorted(drawer.unhonoured):
             event(f"valid arguments could not always be drawn for {name}")
-        if run.simulator.received == 0:
+        if run.received == 0:
             because = f" (it raised {type(run.raised).__name__}: {run.raised})" if run.raised else ""
             raise AssertionError(
                 f"{checked.name} returned without sending a request: nothing was tested{because}"

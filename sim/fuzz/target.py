@@ -32,26 +32,26 @@ from hypothesis import given
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
-from starlette.responses import Response
 
 from sim.cassette.writer import to_yaml
 from sim.core.calls import results_in_history
 from sim.core.errors import ConfigurationError
-from sim.core.model import ModelReply
+from sim.core.model import ModelRequest
+from sim.core.problems import Problem, ProblemKind
 from sim.fuzz.campaign import campaign_settings
 from sim.fuzz.databases import Namespaced
+from sim.fuzz.drawn import BOUND, DrawnAnswerer
 from sim.fuzz.invariants import Violation, check_requests
-from sim.fuzz.replies import COUNTED, Profile, ReplyDrawer, kind_of
+from sim.fuzz.replies import COUNTED, ReplyDrawer, kind_of
+from sim.fuzz.terms import Profile
+from sim.host.app import Host, api_error
+from sim.host.serve import base_url, listen
+from sim.scenario.answerer import ScriptAnswerer
 from sim.scenario.schema import Scenario, ScriptedReplySpec
-from sim.scenario.world import scripted_reply
-from sim.server.serve import base_url, listen
-from sim.server.simulator import Simulator, api_error
 from sim.wire.requests import Asked
 
 PROMPT = "Please help me with this."
 """The prompt a `function(client, prompt)` target gets."""
-BOUND = 20
-"""Requests a run may make before it is called a runaway."""
 RUN_SECONDS = 60.0
 """How long a run may take before it is called a runaway."""
 MAX_RUN_SECONDS = 3600.0
@@ -137,60 +137,21 @@ def _raised(error: BaseException) -> str:
     return f"{type(error).__name__}: {_one_line(error)}" if str(error) else type(error).__name__
 
 
-class DrawingSimulator(Simulator):
-    """A simulator with no script: each reply is drawn by `draw` when its request arrives, up to `bound`
-    requests; past the bound it answers 400 and says the run ran away.
-
-    Requests are answered in the thread that runs the endpoint's event loop, the hypothesis example's own,
-    so `draw` may call `data.draw`. What `draw` raises (hypothesis ending a run) is kept in `stopped`, for
-    the example to raise once the target is done."""
-
-    def __init__(self, draw: Callable[[Asked], ScriptedReplySpec], bound: int = BOUND) -> None:
-        super().__init__(Scenario(name="fuzzed", replies=[ScriptedReplySpec(content="(drawn)")]))
-        self.steps = []
-        self.draw = draw
-        self.bound = bound
-        self.closed = False
-        self.stopped: BaseException | None = None
-
-    @property
-    def consumed(self) -> bool:
-        """Never: replies are drawn as long as the run asks."""
-        return False
-
-    async def next_step(self, asked: Asked) -> tuple[ScriptedReplySpec, ModelReply] | Response:
-        """The reply drawn for `asked`, or a 400 past the bound."""
-        if self.closed or self.stopped is not None:
-            return api_error(404, "sim fuzz: this run is over")
-        if asked.number > self.bound:
-            problem = f"request {asked.number} is past the bound of {self.bound} requests a run"
-            self.problems.append(f"runaway: {problem}")
-            return api_error(400, f"sim fuzz: {problem}", code="sim_fuzz_runaway")
-        try:
-            spec = self.draw(asked)
-        except BaseException as error:
-            self.stopped = error
-            return api_error(404, "sim fuzz: this run is over")
-        step = (spec, scripted_reply(spec, [call.id or "" for call in spec.tool_calls]))
-        self.steps.append(step)
-        return step
-
-
 class _Switchboard:
-    """An ASGI app that hands each request to its run's simulator, by the run's prefix (`/run-7/v1/...`):
-    a run that outlives its turn (a target still retrying) reaches nobody else's simulator."""
+    """An ASGI app that hands each request to its run's host, by the run's prefix (`/run-7/v1/...`): a run
+    that outlives its turn (a target still retrying) reaches nobody else's answerer."""
 
     def __init__(self) -> None:
-        self.simulators: dict[str, Simulator] = {}
+        self.hosts: dict[str, Host[Answering]] = {}
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         path = str(scope.get("path", ""))
         prefix = "/" + path.split("/")[1] if path.count("/") > 1 else ""
-        simulator = self.simulators.get(prefix)
-        if simulator is None:
+        host = self.hosts.get(prefix)
+        if host is None:
             await api_error(404, "sim fuzz: this run is over")(scope, receive, send)
             return
-        await simulator.app({**scope, "path": path.removeprefix(prefix), "raw_path": None}, receive, send)
+        await host.app({**scope, "path": path.removeprefix(prefix), "raw_path": None}, receive, send)
 
 
 class Endpoint:
@@ -209,11 +170,11 @@ class Endpoint:
         self.server.lifespan = config.lifespan_class(config)
         self.loop.run_until_complete(self.server.startup(sockets=[sock]))
 
-    def open_run(self, simulator: Simulator) -> tuple[str, str]:
-        """A fresh prefix for `simulator`'s run, and the base URL its client uses."""
+    def open_run(self, host: Host[Answering]) -> tuple[str, str]:
+        """A fresh prefix for a run `host` answers, and the base URL its client uses."""
         self.runs += 1
         prefix = f"/run-{self.runs}"
-        self.board.simulators[prefix] = simulator
+        self.board.hosts[prefix] = host
         return prefix, f"{self.host}{prefix}/v1"
 
     def close(self) -> None:
@@ -223,11 +184,21 @@ class Endpoint:
         self.loop.close()
 
 
+Answering = DrawnAnswerer | ScriptAnswerer
+"""What answers a run: replies drawn as it goes, or a saved run's replies played again."""
+
+
 @dataclass
 class TargetRun:
-    """One run of a target: what the simulator was asked and answered, and what the target raised."""
+    """One run of a target: what it was asked and answered, what went wrong, and what the target raised."""
 
-    simulator: Simulator
+    served: list[tuple[int, ScriptedReplySpec]] = field(default_factory=list)
+    """Each request answered (by its number) with the reply it got."""
+    received: int = 0
+    """Requests received, answered or not."""
+    requests: list[ModelRequest] = field(default_factory=list)
+    """The requests answered with a reply."""
+    problems: list[Problem] = field(default_factory=list)
     raised: BaseException | None = None
     exited: SystemExit | KeyboardInterrupt | None = None
     """How the target ended the process (or pretended to), if it did: always a finding."""
@@ -238,7 +209,7 @@ class TargetRun:
     @property
     def scenario(self) -> Scenario:
         """The replies as they were served, as a scenario that `sim serve` plays to the target again."""
-        replies = [spec for _, spec in self.simulator.served] or [ScriptedReplySpec(content="(none)")]
+        replies = [spec for _, spec in self.served] or [ScriptedReplySpec(content="(none)")]
         return Scenario(name="fuzzed", prompt=PROMPT, replies=replies)
 
 
@@ -290,12 +261,14 @@ class _Worker:
 
 
 def run_once(
-    target: Target, endpoint: Endpoint, simulator: Simulator, seconds: float = RUN_SECONDS
+    target: Target, endpoint: Endpoint, answerer: Answering, seconds: float = RUN_SECONDS
 ) -> TargetRun:
-    """Run `target` once against `simulator`, in a worker thread while the endpoint's loop serves it, for
-    at most `seconds`. Raises what a drawing simulator's `draw` raised."""
-    prefix, url = endpoint.open_run(simulator)
-    run = TargetRun(simulator, seconds=seconds)
+    """Run `target` once against `answerer`, in a worker thread while the endpoint's loop serves it, for
+    at most `seconds`. Raises what a drawn answerer's `draw` raised."""
+    model = answerer.scenario.model if isinstance(answerer, ScriptAnswerer) else "sim-model"
+    host = Host(answerer, model=model)
+    prefix, url = endpoint.open_run(host)
+    run = TargetRun(seconds=seconds)
     loop = endpoint.loop
     finished: asyncio.Future[None] = loop.create_future()
 
@@ -315,11 +288,13 @@ def run_once(
             run.finished = False
             worker.cancel()
     finally:
-        del endpoint.board.simulators[prefix]
-        if isinstance(simulator, DrawingSimulator):
-            simulator.closed = True
-    if isinstance(simulator, DrawingSimulator) and simulator.stopped is not None:
-        raise simulator.stopped
+        del endpoint.board.hosts[prefix]
+        if isinstance(answerer, DrawnAnswerer):
+            answerer.closed = True
+    run.served, run.received = list(answerer.served), host.received
+    run.requests, run.problems = list(answerer.requests), list(answerer.problems)
+    if isinstance(answerer, DrawnAnswerer) and answerer.stopped is not None:
+        raise answerer.stopped
     return run
 
 
@@ -344,45 +319,40 @@ def findings(run: TargetRun, allow: tuple[str, ...] = ()) -> list[Violation]:
       in `allow`, the exceptions the target is documented to raise); and, after any reply, an exit
       (`sys.exit`, `KeyboardInterrupt`): a loop must not end its caller's process.
     """
-    simulator = run.simulator
     if unsimulated(run):
         return []  # the run asked for what sim cannot serve: nothing after it tells about the target
-    found = check_requests(simulator.requests, handoffs=True)
-    for problem in simulator.problems:
-        if problem.startswith("runaway: "):
-            found.append(Violation("runaway", problem.removeprefix("runaway: ")))
-        elif "invalid request" in problem or "reasoning" in problem:
-            found.append(Violation("pairing", problem))
-        else:
-            found.append(Violation("runaway", problem))
+    found = check_requests(run.requests, handoffs=True)
+    for problem in run.problems:
+        invariant = "pairing" if problem.kind is ProblemKind.invalid_request else "runaway"
+        found.append(Violation(invariant, problem.message))
     if not run.finished:
         found.append(Violation("runaway", f"the run did not return within {run.seconds:g} s"))
-    finals = [number for number, spec in simulator.served if kind_of(spec) == "final"]
-    if finals and simulator.received > finals[0]:
+    finals = [number for number, spec in run.served if kind_of(spec) == "final"]
+    if finals and run.received > finals[0]:
         found.append(
             Violation(
                 "request_after_final",
                 f"request {finals[0] + 1} came after the final answer to request {finals[0]}"
-                f" ({describe(_reply_to(simulator, finals[0]))})",
+                f" ({describe(_reply_to(run, finals[0]))})",
             )
         )
-    if run.raised is not None and not found and simulator.served and not allowed(run.raised, allow):
-        number, last = simulator.served[-1]
+    if run.raised is not None and not found and run.served and not allowed(run.raised, allow):
+        number, last = run.served[-1]
         if kind_of(last) not in COUNTED:
             raised = f"{type(run.raised).__name__}: {_one_line(run.raised)}"
             found.append(
                 Violation("crash", f"request {number} got {describe(last)}; the target raised {raised}")
             )
     if run.exited is not None:
-        found.append(Violation("crash", f"{last_reply(simulator)}; the target {_exit(run.exited)}"))
+        found.append(Violation("crash", f"{last_reply(run)}; the target {_exit(run.exited)}"))
     return found
 
 
-def last_reply(simulator: Simulator) -> str:
-    """The last reply `simulator` served, and to which request, in words (or `before any reply`)."""
-    if not simulator.served:
+def last_reply(run: TargetRun) -> str:
+    """The last reply `run` was served, and to which request, in words (or `before any reply`)."""
+    if not run.served:
         return "before any reply"
-    number, last = simulator.served[-1]
+    number, last = run.served[-1]
     return f"request {number} got {describe(last)}"
 
 
@@ -392,8 +362,8 @@ def _exit(error: SystemExit | KeyboardInterrupt) -> str:
     return f"raised {type(error).__name__}"
 
 
-def _reply_to(simulator: Simulator, number: int) -> ScriptedReplySpec | None:
-    return next((spec for served, spec in simulator.served if served == number), None)
+def _reply_to(run: TargetRun, number: int) -> ScriptedReplySpec | None:
+    return next((spec for served, spec in run.served if served == number), None)
 
 
 def _one_line(error: BaseException) -> str:
@@ -411,16 +381,16 @@ def describe(spec: ScriptedReplySpec | None) -> str:
 
 def unsimulated(run: TargetRun) -> str | None:
     """What the run asked for that sim cannot simulate (a parameter the API would honour), if anything."""
-    return next((p for p in run.simulator.problems if ": not simulated: " in p), None)
+    return next((p.message for p in run.problems if p.kind is ProblemKind.not_simulated), None)
 
 
 def round_trips(run: TargetRun) -> int:
     """How many drawn calls had their result sent back in a later request: real calls that reached the
     target's tools."""
-    called = {call.id for _, spec in run.simulator.served for call in spec.tool_calls}
-    if not run.simulator.requests:
+    called = {call.id for _, spec in run.served for call in spec.tool_calls}
+    if not run.requests:
         return 0
-    answered = {call_id for call_id, _ in results_in_history(run.simulator.requests[-1].messages)}
+    answered = {call_id for call_id, _ in results_in_history(run.requests[-1].messages)}
     return len(called & answered)
 
 
@@ -460,7 +430,7 @@ class TargetCampaign:
     def keep(self, run: TargetRun) -> list[Violation]:
         """Count a run in; its findings."""
         self.runs += 1
-        self.requests += run.simulator.received
+        self.requests += run.received
         self.round_trips += round_trips(run)
         if (why := unsimulated(run)) is not None:
             self.unsimulated += 1
@@ -532,8 +502,7 @@ def fuzz_target(
     @given(st.data())
     def example(data: st.DataObject) -> None:
         drawer = ReplyDrawer(data, profile)
-        drawing = DrawingSimulator(partial(draw, drawer), bound)
-        run = run_once(target, endpoint, drawing, seconds)
+        run = run_once(target, endpoint, DrawnAnswerer(partial(draw, drawer), bound), seconds)
         campaign.unhonoured |= drawer.unhonoured
         found = campaign.keep(run)
         if on_run is not None:
@@ -564,6 +533,6 @@ def replay_target(target: Target, scenario: Scenario, seconds: float = RUN_SECON
     )
     endpoint = Endpoint()
     try:
-        return run_once(target, endpoint, Simulator(ending), seconds)
+        return run_once(target, endpoint, ScriptAnswerer(ending), seconds)
     finally:
         endpoint.close()

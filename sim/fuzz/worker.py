@@ -28,13 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.core.errors import ConfigurationError
-from sim.scenario.schema import Scenario, ScriptedReplySpec
-from sim.server.simulator import Simulator
 from sim.fuzz.databases import Guarded
 from sim.fuzz.invariants import Violation
-from sim.fuzz.replies import Profile
 from sim.fuzz.target import (
-    PROMPT,
     TargetCampaign,
     TargetRun,
     findings,
@@ -43,6 +39,8 @@ from sim.fuzz.target import (
     load_target,
     replay_target,
 )
+from sim.fuzz.terms import Profile
+from sim.scenario.schema import Scenario, ScriptedReplySpec
 
 Send = Callable[[dict[str, Any]], None]
 """How the worker reports an event to the parent."""
@@ -211,7 +209,7 @@ def fuzz_target_in_worker(
     if isinstance(result, Ended):
         campaign = TargetCampaign(spec, profile, allow, runs=runs + 1, requests=drawn)
         run = _run_of({"received": len(replies), "served": replies})
-        after = f"after {last_reply(run.simulator)}" if replies else "before any reply"
+        after = f"after {last_reply(run)}" if replies else "before any reply"
         said = f"run {runs + 1}: the target {_ended_the_process(result)} ({after})"
         campaign.failure, campaign.violations = run, [Violation("crash", said)]
         return campaign
@@ -227,10 +225,7 @@ def _ended_the_process(ended: Ended) -> str:
 def _run_of(failure: dict[str, Any]) -> TargetRun:
     """A run as the worker reported it: the replies it was served, by request number."""
     served = [(number, ScriptedReplySpec.model_validate(reply)) for number, reply in failure["served"]]
-    replies = [reply for _, reply in served] or [ScriptedReplySpec(content="(none)")]
-    simulator = Simulator(Scenario(name="fuzzed", prompt=PROMPT, replies=replies))
-    simulator.served, simulator.received = served, failure["received"]
-    return TargetRun(simulator)
+    return TargetRun(served=served, received=failure["received"])
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +247,7 @@ def replay_target_in_worker(
         run = replay_target(load_target(spec), scenario, seconds)
         raised = None if run.raised is None else type(run.raised).__name__
         violations = [[v.invariant, v.detail] for v in findings(run, allow)]
-        return {"requests": run.simulator.received, "raised": raised, "violations": violations}
+        return {"requests": run.received, "raised": raised, "violations": violations}
 
     result = in_worker(work, lambda event: None)
     if isinstance(result, Ended):
@@ -275,8 +270,8 @@ def _campaign_json(campaign: TargetCampaign) -> dict[str, Any]:
         "failure": None
         if failure is None
         else {
-            "received": failure.simulator.received,
-            "served": [[number, spec.model_dump(mode="json")] for number, spec in failure.simulator.served],
+            "received": failure.received,
+            "served": [[number, spec.model_dump(mode="json")] for number, spec in failure.served],
         },
     }
 

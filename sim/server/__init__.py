@@ -1,5 +1,5 @@
-"""The OpenAI-compatible simulator: an ASGI app that answers Chat Completions from a scenario."""
+"""The OpenAI-compatible simulator: a scenario's script served over HTTP (`scenario_host`)."""
 
-from sim.server.simulator import Simulator
+from sim.server.simulator import scenario_host
 
-__all__ = ["Simulator"]
+__all__ = ["scenario_host"]

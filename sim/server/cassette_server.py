@@ -25,7 +25,7 @@ from sim.cassette.reader import Cassette, Headers
 from sim.cassette.secrets import SECRET_HEADERS, STALE_HEADERS
 from sim.core.errors import CassetteError
 from sim.host.access_log import Answered
-from sim.server.simulator import api_error
+from sim.host.app import api_error
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "te", "trailer", "upgrade"})

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from sim.cli import app, drifting
 from sim.scenario.schema import Scenario
-from sim.server import Simulator
+from sim.server import scenario_host
 
 ROOT = Path(__file__).resolve().parents[2]
 ECHO = ROOT / "scenarios" / "echo-42.yaml"
@@ -24,7 +24,7 @@ COMMANDS = {
     "replay": (["replay", str(RECORDED), "--report"], "1 passed, 0 failed"),
     "check": (["check", str(ECHO), "--report"], "1 ok, 0 failed"),
     "check, failing": (["check", "not-a-scenario.yaml", str(ECHO), "--report"], "1 ok, 1 failed"),
-    "fuzz": (["fuzz", "--examples", "2", "--report"], "2 runs; outcomes: "),
+    "fuzz-loop": (["fuzz-loop", "--examples", "2", "--report"], "2 runs; outcomes: "),
     "drift": (["drift", str(RECORDED), "--upstream", "http://sim.test/v1", "--report"], "1 file: 1 same"),
     "show": (["show", str(ECHO), "--html"], "user: Run `echo 42` and tell me the result."),
 }
@@ -35,7 +35,7 @@ COMMANDS = {
 def live(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """`sim drift`'s live model, in process; the test's folder the working one (fuzz saves there), with a
     scenario that does not load."""
-    simulator = Simulator(Scenario.model_validate(yaml.safe_load(ECHO.read_text())), cycle=True)
+    simulator = scenario_host(Scenario.model_validate(yaml.safe_load(ECHO.read_text())), cycle=True)
     monkeypatch.setattr(drifting, "transport_factory", lambda: httpx2.ASGITransport(app=simulator.app))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-report-not-written-0123456789abcdef")
     monkeypatch.chdir(tmp_path)

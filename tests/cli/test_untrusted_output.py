@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 from sim.cassette.reader import read_cassette
 from sim.cli import app, drifting, serving
 from sim.core.untrusted import visible
-from sim.scenario.schema import Scenario
-from sim.server import Simulator
 from sim.host.access_log import AccessLog
+from sim.scenario.schema import Scenario
+from sim.server import scenario_host
 from sim.server.cassette_server import CassetteServer
 from tests.scripts import chat_cassette
 from tests.server.test_access_log import post
@@ -78,7 +78,7 @@ def test_drift_json_and_page_write_out_the_live_reply(
 ) -> None:
     scenario = yaml.safe_load((ROOT / "scenarios" / "echo-42.yaml").read_text())
     scenario["replies"][0] = {"content": f"done {NAME}"}
-    simulator = Simulator(Scenario.model_validate(scenario), cycle=True)
+    simulator = scenario_host(Scenario.model_validate(scenario), cycle=True)
     monkeypatch.setattr(drifting, "transport_factory", lambda: httpx2.ASGITransport(app=simulator.app))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-drift-untrusted-0123456789abcdef")
     page = tmp_path / "drift.html"

@@ -86,9 +86,12 @@ def test_front_ends_sit_above_everything_and_reports_take_plain_data() -> None:
 
 
 def test_the_package_users_import_first_imports_on_its_own() -> None:
-    """In a fresh interpreter, as a user's `from sim.server import Simulator` does: a circle between two
+    """In a fresh interpreter, as a user's `from sim.server import scenario_host` does: a circle between two
     packages fails only when the wrong one is imported first (the walk above finds any circle)."""
     done = subprocess.run(
-        [sys.executable, "-c", "from sim.server import Simulator"], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", "from sim.server import scenario_host"],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr

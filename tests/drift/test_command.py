@@ -20,8 +20,10 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from sim.cli import app, drifting
+from sim.host.app import Host
+from sim.scenario.answerer import ScriptAnswerer
 from sim.scenario.schema import Scenario
-from sim.server import Simulator
+from sim.server import scenario_host
 from tests.server.processes import SIM, served
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,12 +33,12 @@ ORG = "org-drift-marked-0123456789"
 
 
 @pytest.fixture
-def live(monkeypatch: pytest.MonkeyPatch) -> Simulator:
+def live(monkeypatch: pytest.MonkeyPatch) -> Host[ScriptAnswerer]:
     """The "live" model: `sim serve scenarios/echo-42.yaml --cycle`, in process, without the scenario's
     `expect_request`s (checked in every round): a live model answers whatever it is asked."""
     script = yaml.safe_load(ECHO.read_text())
     script["replies"] = [{k: v for k, v in r.items() if k != "expect_request"} for r in script["replies"]]
-    simulator = Simulator(Scenario.model_validate(script), cycle=True)
+    simulator = scenario_host(Scenario.model_validate(script), cycle=True)
     monkeypatch.setattr(drifting, "transport_factory", lambda: httpx2.ASGITransport(app=simulator.app))
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("OPENAI_ORG_ID", ORG)
@@ -49,7 +51,7 @@ def drift(*args: str | Path) -> Result:
     )
 
 
-def test_recordings_the_model_still_answers_pass(live: Simulator) -> None:
+def test_recordings_the_model_still_answers_pass(live: Host[ScriptAnswerer]) -> None:
     done = drift(ROOT / "cassettes" / "echo-42.yaml", ROOT / "cassettes" / "responses" / "echo-42.yaml")
     assert done.exit_code == 0, done.output
     assert f"SAME {ROOT / 'cassettes' / 'echo-42.yaml'} (2 requests)" in done.output
@@ -59,7 +61,7 @@ def test_recordings_the_model_still_answers_pass(live: Simulator) -> None:
 
 
 def test_breaking_drift_exits_1_with_the_turn_side_by_side_and_is_rerecorded(
-    live: Simulator, tmp_path: Path
+    live: Host[ScriptAnswerer], tmp_path: Path
 ) -> None:
     report, folder = tmp_path / "drift.html", tmp_path / "fresh"
     done = drift(ROOT / "cassettes" / "echo-42.yaml", ROOT / "cassettes" / "parallel-calls.yaml",
@@ -87,7 +89,7 @@ def test_breaking_drift_exits_1_with_the_turn_side_by_side_and_is_rerecorded(
         assert KEY not in path.read_text() and ORG not in path.read_text()
 
 
-def test_json_and_max_requests(live: Simulator) -> None:
+def test_json_and_max_requests(live: Host[ScriptAnswerer]) -> None:
     done = drift(ROOT / "cassettes" / "responses" / "echo-42.yaml", "--json", "--max-requests", "1")
     assert done.exit_code == 0, done.output
     summary: dict[str, Any] = json.loads(done.output)
@@ -107,7 +109,7 @@ def test_untrusted_text_from_the_live_model_is_written_out(
 ) -> None:
     hostile = yaml.safe_load(ECHO.read_text())
     hostile["replies"][0] = {"content": "\x1b]52;c;ZXZpbA==\x07 done \u202e"}
-    simulator = Simulator(Scenario.model_validate(hostile))
+    simulator = scenario_host(Scenario.model_validate(hostile))
     monkeypatch.setattr(drifting, "transport_factory", lambda: httpx2.ASGITransport(app=simulator.app))
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     done = drift(ROOT / "cassettes" / "echo-42.yaml")
@@ -124,7 +126,7 @@ def test_a_live_reply_that_echoes_the_key_never_writes_or_shows_it(
     echoing["replies"][0] = {"content": f"your key is {KEY}, your organization {ORG}"}
     scenario = Scenario.model_validate(echoing)  # each run is served afresh, from its first reply
     monkeypatch.setattr(
-        drifting, "transport_factory", lambda: httpx2.ASGITransport(app=Simulator(scenario).app)
+        drifting, "transport_factory", lambda: httpx2.ASGITransport(app=scenario_host(scenario).app)
     )
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("OPENAI_ORG_ID", ORG)
@@ -179,7 +181,7 @@ if sys.platform == "win32":  # pragma: no cover
 
 
 def test_the_output_the_docs_show_is_what_the_command_prints(
-    live: Simulator, monkeypatch: pytest.MonkeyPatch
+    live: Host[ScriptAnswerer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     shown = re.search(
         r"^```text\n\$ OPENAI_API_KEY=\S+ sim (drift .*?)\n(.*?)^```",
@@ -193,7 +195,9 @@ def test_the_output_the_docs_show_is_what_the_command_prints(
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
-def test_a_scenario_is_asked_again_as_the_recording_it_stands_for(live: Simulator, api: str) -> None:
+def test_a_scenario_is_asked_again_as_the_recording_it_stands_for(
+    live: Host[ScriptAnswerer], api: str
+) -> None:
     """Its scripted replies are the recorded side: played through the real loop and SDK first, its traffic
     is the conversation asked again."""
     done = drift(ECHO, "--api", api, "--json")
@@ -202,7 +206,9 @@ def test_a_scenario_is_asked_again_as_the_recording_it_stands_for(live: Simulato
     assert (file["path"], file["drift"], file["requests"]) == (str(ECHO), "same", 2)
 
 
-def test_a_scenario_that_cannot_stand_for_a_recording_is_a_problem(live: Simulator, tmp_path: Path) -> None:
+def test_a_scenario_that_cannot_stand_for_a_recording_is_a_problem(
+    live: Host[ScriptAnswerer], tmp_path: Path
+) -> None:
     served_only = tmp_path / "served-only.yaml"
     served_only.write_text("replies:\n  - content: hi\n")
     done = drift(served_only)

@@ -17,7 +17,7 @@ from typer.testing import CliRunner, Result
 
 from sim.cli import app, drifting
 from sim.scenario.schema import Scenario
-from sim.server import Simulator
+from sim.server import scenario_host
 from tests.filesystems import fill
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +32,7 @@ class Live:
 
     def __init__(self, reply: dict[str, Any]) -> None:
         scenario = {"name": "live", "prompt": "anything", "tools": ["shell"], "replies": [reply]}
-        self.simulator = Simulator(Scenario.model_validate(scenario), cycle=True)
+        self.simulator = scenario_host(Scenario.model_validate(scenario), cycle=True)
         self.clients = 0
 
     def transport(self) -> httpx2.AsyncBaseTransport:

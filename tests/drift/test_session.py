@@ -23,8 +23,10 @@ from sim.cassette.writer import to_yaml
 from sim.drift import session
 from sim.drift.compare import Drift
 from sim.drift.session import FileDrift, UpstreamConnection, drift_file
+from sim.host.app import Host
+from sim.scenario.answerer import ScriptAnswerer
 from sim.scenario.schema import Scenario
-from sim.server import Simulator
+from sim.server import scenario_host
 from sim.server.cassette_server import CassetteServer
 from tests.corpus import needs_corpus, real_cassettes
 
@@ -36,10 +38,12 @@ CASSETTES = {
 }
 
 
-def asked(cassette: Path, scenario: dict[str, Any] | Scenario, **options: Any) -> tuple[FileDrift, Simulator]:
+def asked(
+    cassette: Path, scenario: dict[str, Any] | Scenario, **options: Any
+) -> tuple[FileDrift, Host[ScriptAnswerer]]:
     """`cassette` asked again of a simulator playing `scenario`."""
     played = scenario if isinstance(scenario, Scenario) else Scenario.model_validate(scenario)
-    simulator = Simulator(played)
+    simulator = scenario_host(played)
     return asked_of(cassette, simulator.app, **options), simulator
 
 
@@ -75,7 +79,7 @@ def test_the_recorded_scenario_answers_the_same(api: str, transport: str, tmp_pa
     cassette = CASSETTES[api] if transport == "json" else streamed(CASSETTES[api], tmp_path)
     result, simulator = asked(cassette, ECHO)
     assert turns(result) == [(Drift.same, "same"), (Drift.same, "same")]
-    assert simulator.problems == []  # each rebuilt request is what the recording sent: expect_request holds
+    assert simulator.answerer.problems == []  # each rebuilt request is as recorded (expect_request holds)
     assert result.requests == 2 and result.worst is Drift.same
     # usage as the API reports it: a Chat stream carries none unless `stream_options.include_usage` asks
     assert (result.usage.total_tokens > 0) is (api == "responses" or transport == "json")
@@ -187,7 +191,7 @@ def test_a_real_recording_asked_of_a_model_that_answers_as_recorded_is_the_same(
     scenario = one_run(cassette)
     if scenario is not None:
         result, simulator = asked(cassette, scenario)
-        assert simulator.problems == []
+        assert simulator.answerer.problems == []
     else:
         served = CassetteServer(read_cassette(cassette))
         result = asked_of(cassette, served.app, served.base_path)
@@ -201,18 +205,18 @@ def test_a_chained_conversation_names_the_live_response_it_continues() -> None:
     """`cassettes/responses/parallel-calls.yaml` chains through `previous_response_id`; the live model has
     served a request before, so its response ids are not the recorded ones: the next request must name the
     live response (naming the recorded id would continue the other conversation, which the API refuses)."""
-    simulator = Simulator(
+    simulator = scenario_host(
         Scenario.model_validate(yaml.safe_load((ROOT / "scenarios" / "parallel-calls.yaml").read_text()))
     )
     cassette = ROOT / "cassettes" / "responses" / "parallel-calls.yaml"
-    cycle = Simulator(simulator.scenario, cycle=True)
+    cycle = scenario_host(simulator.answerer.scenario, cycle=True)
 
     async def warm() -> None:
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=cycle.app)) as http:
             await http.post("http://sim.test/v1/responses", json={"model": "m", "input": "earlier"})
 
     asyncio.run(warm())
-    cycle.answered = 0  # the script starts again for the drift run; the store keeps the earlier response
+    cycle.answerer.answered = 0  # the script starts again for the drift run; the store keeps the earlier one
     result = asked_of(cassette, cycle.app)
     assert [drift for drift, _ in turns(result)] == [Drift.same, Drift.same], cycle.problems
     assert cycle.problems == [] and result.requests == 2
@@ -250,6 +254,6 @@ def test_each_live_reply_stays_in_the_conversation_after_it(
     result, simulator = asked(cassette, changed)
     assert [drift for drift, _ in turns(result)] == [Drift.compatible, Drift.same, Drift.same], turns(result)
     assert len(parsed) == 1
-    assert simulator.problems == []
+    assert simulator.answerer.problems == []
     later = [exchange.request_body or b"" for exchange in result.conversations[0].exchanges[1:]]
     assert all(b"./deploy-status --wait" in body for body in later)  # the live call, at turns 2 and 3

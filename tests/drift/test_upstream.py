@@ -19,7 +19,7 @@ from typer.testing import CliRunner, Result
 
 from sim.cli import app, drifting
 from sim.scenario.schema import Scenario
-from sim.server import Simulator
+from sim.server import scenario_host
 
 ROOT = Path(__file__).resolve().parents[2]
 ECHO = ROOT / "scenarios" / "echo-42.yaml"
@@ -90,7 +90,7 @@ def test_the_key_glued_to_other_text_is_never_shown_or_written(
     echoing["replies"][0] = {"content": said}
     scenario = Scenario.model_validate(echoing)
     monkeypatch.setattr(
-        drifting, "transport_factory", lambda: httpx2.ASGITransport(app=Simulator(scenario).app)
+        drifting, "transport_factory", lambda: httpx2.ASGITransport(app=scenario_host(scenario).app)
     )
     monkeypatch.setenv("OPENAI_API_KEY", HEX_KEY)
     recording = streamed_recording(tmp_path) if streamed else ROOT / "cassettes" / "echo-42.yaml"

@@ -5,27 +5,35 @@ from __future__ import annotations
 
 import asyncio
 import textwrap
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
 import httpx2
 from openai import AsyncOpenAI
 
+from sim.core.problems import Problem
+from sim.host.app import Host
 from sim.scenario import load_scenario
-from sim.server import Simulator
+from sim.scenario.answerer import ScriptAnswerer
+from sim.server import scenario_host
 
 T = TypeVar("T")
 
 
-def simulator(tmp_path: Path, text: str) -> Simulator:
+def simulator(tmp_path: Path, text: str) -> Host[ScriptAnswerer]:
     """A simulator playing the scenario `text` (dedented), written into `tmp_path`."""
     path = tmp_path / "scenario.yaml"
     path.write_text(textwrap.dedent(text))
-    return Simulator(load_scenario(path))
+    return scenario_host(load_scenario(path))
 
 
-def talk(sim: Simulator, conversation: Callable[[AsyncOpenAI], Awaitable[T]]) -> T:
+def messages(problems: Iterable[Problem]) -> list[str]:
+    """What each problem says to people."""
+    return [problem.message for problem in problems]
+
+
+def talk(sim: Host[ScriptAnswerer], conversation: Callable[[AsyncOpenAI], Awaitable[T]]) -> T:
     """`conversation` run with an SDK client whose requests `sim` answers, no retries."""
 
     async def run() -> T:

@@ -22,7 +22,7 @@ from sim.cassette.reader import read_cassette
 from sim.core.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from sim.core.model import ModelRequest, ToolSpec
 from sim.scenario import load_scenario
-from sim.server import Simulator
+from sim.server import scenario_host
 from tests.corpus import CORPUS, needs_corpus
 from tests.spec import TOLERATED, differences, untolerated
 
@@ -69,7 +69,7 @@ APIS = {"chat": CHAT, "responses": RESPONSES}
 def served(script: str, path: str, body: dict[str, Any], tmp_path: Path) -> httpx2.Response:
     scenario = tmp_path / "scenario.yaml"
     scenario.write_text(f"prompt: p\ntools: [{{name: lookup}}]\n{script}\n")
-    sim = Simulator(load_scenario(scenario))
+    sim = scenario_host(load_scenario(scenario))
 
     async def post() -> httpx2.Response:
         transport = httpx2.ASGITransport(app=sim.app)
@@ -144,7 +144,7 @@ replies:
 def adapter_bodies(tmp_path: Path, build: Any) -> list[Any]:
     scenario = tmp_path / "two.yaml"
     scenario.write_text(textwrap.dedent(TWO_TURNS))
-    transport = _Capturing(Simulator(load_scenario(scenario)).app)
+    transport = _Capturing(scenario_host(load_scenario(scenario)).app)
     model = build(httpx2.AsyncClient(transport=transport))
     system, user = SystemMessage(content="You look things up."), UserMessage(content="Weather in Paris?")
 

@@ -13,7 +13,7 @@ import openai
 import pytest
 from openai import AsyncOpenAI
 
-from tests.server.in_process import simulator, talk
+from tests.server.in_process import messages, simulator, talk
 
 LOOKUP = {
     "type": "function",
@@ -98,7 +98,10 @@ class TestStoreFalse:
         assert error.body["message"].startswith(
             f"Item with id '{reasoning.id}' not found. Items are not persisted"
         )
-        assert sim.problems and "not persisted when `store` is set to false" in sim.problems[0]
+        assert (
+            messages(sim.answerer.problems)
+            and "not persisted when `store` is set to false" in messages(sim.answerer.problems)[0]
+        )
 
     def test_reasoning_sent_back_with_its_encrypted_content_after_store_false_is_served(
         self, tmp_path: Path
@@ -122,7 +125,7 @@ class TestStoreFalse:
             )
 
         assert talk(sim, conversation).output[-1].arguments == '{"city":"Rome"}'
-        assert sim.problems == []
+        assert messages(sim.answerer.problems) == []
 
     def test_reasoning_sent_back_by_id_after_a_stored_response_is_served(self, tmp_path: Path) -> None:
         sim = simulator(tmp_path, REASONING)
@@ -179,7 +182,7 @@ class TestReasoningById:
             assert final.output_text == "Sunny in both."
 
         talk(sim, conversation)
-        assert sim.problems == []
+        assert messages(sim.answerer.problems) == []
 
     def test_a_function_call_sent_back_by_item_id_needs_the_reasoning_served_before_it(
         self, tmp_path: Path

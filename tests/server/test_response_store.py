@@ -22,9 +22,9 @@ from sim.core.messages import (
     UserMessage,
 )
 from sim.scenario import load_scenario
-from sim.server import Simulator
+from sim.server import scenario_host
 from sim.wire.response_store import ResponseStore
-from tests.server.in_process import talk
+from tests.server.in_process import messages, talk
 
 CALL = {"tool_calls": [{"name": "lookup", "arguments": {"city": "Paris"}}]}
 
@@ -103,7 +103,7 @@ def test_a_long_chain_holds_each_message_once(tmp_path: Path) -> None:
     path = tmp_path / "chain.yaml"
     replies = [CALL] * (requests - 1) + [{"content": "done"}]
     path.write_text(yaml.safe_dump({"tools": [{"name": "lookup"}], "replies": replies}))
-    sim = Simulator(load_scenario(path))
+    sim = scenario_host(load_scenario(path))
 
     async def chain() -> None:
         transport = httpx2.ASGITransport(app=sim.app)
@@ -128,11 +128,14 @@ def test_a_long_chain_holds_each_message_once(tmp_path: Path) -> None:
                 body = {**body, "previous_response_id": response["id"], "input": outputs}
 
     asyncio.run(chain())
-    assert len(sim.problems) == 1 and "orphan tool result id: call_nobody" in sim.problems[0]
+    assert (
+        len(messages(sim.answerer.problems)) == 1
+        and "orphan tool result id: call_nobody" in messages(sim.answerer.problems)[0]
+    )
     assert len(sim.responses.store) == requests
     assert sim.responses.store.messages_held == 2 * requests  # the first request's input, then a result and
     # a reply each time: 1 + 1 + 2 * (requests - 1)
-    views = [request.messages for request in sim.requests]
+    views = [request.messages for request in sim.answerer.requests]
     assert all(isinstance(view, HistoryView) for view in views)
     assert len({id(view.dialogue.shared) for view in views if isinstance(view, HistoryView)}) == 1
     last = views[-1]
@@ -148,7 +151,7 @@ def test_a_chain_past_the_limit_is_forgotten_and_its_continuation_gets_the_apis_
     limit, requests, size = 2**18, 30, 25_000
     path = tmp_path / "chain.yaml"
     path.write_text(yaml.safe_dump({"replies": [{"content": "ok"}] * requests}))
-    sim = Simulator(load_scenario(path), store_limit=limit, keep_requests=False)
+    sim = scenario_host(load_scenario(path), store_limit=limit, keep_requests=False)
     store = sim.responses.store
 
     async def chain(client: AsyncOpenAI) -> tuple[list[tuple[int, int]], list[tuple[str, Any]]]:

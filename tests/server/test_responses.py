@@ -12,9 +12,10 @@ import pytest
 from openai import AsyncOpenAI
 
 from sim.core.errors import ScenarioError
-from sim.server import Simulator
+from sim.host.app import Host
+from sim.scenario.answerer import ScriptAnswerer
 from tests.server import in_process
-from tests.server.in_process import talk
+from tests.server.in_process import messages, talk
 
 TOOL = {"type": "function", "name": "lookup", "description": "Looks up.", "strict": False,
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}  # fmt: skip
@@ -29,7 +30,7 @@ replies:
 """
 
 
-def simulator(tmp_path: Path, text: str = SCRIPT) -> Simulator:
+def simulator(tmp_path: Path, text: str = SCRIPT) -> Host[ScriptAnswerer]:
     return in_process.simulator(tmp_path, text)
 
 
@@ -61,7 +62,7 @@ def test_a_stateless_conversation_with_reasoning_sent_back(tmp_path: Path) -> No
     first, second = talk(sim, conversation)
     assert first.status == "completed" and first.output[1].arguments == '{"city":"Paris"}'
     assert second.output_text == "It is sunny in Paris."
-    assert sim.problems == []
+    assert messages(sim.answerer.problems) == []
 
 
 def test_reasoning_that_does_not_come_back_unchanged_is_refused(tmp_path: Path) -> None:
@@ -85,7 +86,7 @@ def test_reasoning_that_does_not_come_back_unchanged_is_refused(tmp_path: Path) 
 
     error = talk(sim, conversation)
     assert error.code == "sim_reasoning_changed"
-    assert sim.problems == [
+    assert messages(sim.answerer.problems) == [
         "request 2: invalid request: The reasoning item rs_sim000001_1 did not come back as it was served."
     ]
 
@@ -104,7 +105,7 @@ def test_a_chain_through_previous_response_id(tmp_path: Path) -> None:
     second = talk(sim, conversation)
     assert second.previous_response_id == "resp_sim000001"
     assert second.output_text == "It is sunny in Paris."
-    (_, request) = sim.requests
+    (_, request) = sim.answerer.requests
     assert [m.role for m in request.messages] == ["user", "assistant", "tool"]  # the whole conversation
 
 
@@ -133,7 +134,7 @@ def test_requests_the_api_refuses(tmp_path: Path, body: dict[str, Any], status: 
         talk(sim, conversation)
     assert caught.value.status_code == status
     assert says in caught.value.message
-    assert sim.answered == 0
+    assert sim.answerer.answered == 0
 
 
 def test_the_sdks_stream_helper_accumulates_the_events(tmp_path: Path) -> None:
@@ -218,7 +219,7 @@ def test_a_refusal_reaches_the_sdk_as_each_api_sends_one(tmp_path: Path) -> None
         (part,) = answer.output[0].content
         assert (part.type, part.refusal) == ("refusal", "I can't help with that request.")
     assert "response.refusal.delta" in kinds and "response.refusal.done" in kinds
-    assert sim.problems == []
+    assert messages(sim.answerer.problems) == []
 
 
 def test_a_refusal_cannot_also_carry_text(tmp_path: Path) -> None:

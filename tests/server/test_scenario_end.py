@@ -16,22 +16,25 @@ import pytest
 from openai import AsyncOpenAI
 
 from sim.core.errors import ScenarioError
+from sim.host.app import Host
 from sim.scenario import load_scenario
-from sim.server import Simulator
+from sim.scenario.answerer import ScriptAnswerer
+from sim.server import scenario_host
+from tests.server.in_process import messages
 
 USER = [{"role": "user", "content": "p"}]
 
 
-def served(tmp_path: Path, text: str) -> tuple[Simulator, list[int]]:
+def served(tmp_path: Path, text: str) -> tuple[Host[ScriptAnswerer], list[int]]:
     """A simulator of `text` with `--once`'s end hook, and the list the hook marks when it fires."""
     path = tmp_path / "scenario.yaml"
     path.write_text(textwrap.dedent(text))
     fired: list[int] = []
-    sim = Simulator(load_scenario(path), on_finished=lambda: fired.append(1))
+    sim = scenario_host(load_scenario(path), on_finished=lambda: fired.append(1))
     return sim, fired
 
 
-def ask(sim: Simulator, *, retries: int, times: int = 1) -> list[Any]:
+def ask(sim: Host[ScriptAnswerer], *, retries: int, times: int = 1) -> list[Any]:
     """`times` requests by an SDK client that retries up to `retries` times: each reply or the error."""
 
     async def run() -> list[Any]:
@@ -60,7 +63,7 @@ def test_a_retry_it_expects_takes_the_next_reply(tmp_path: Path) -> None:
     )
     (reply,) = ask(sim, retries=2)
     assert reply.choices[0].message.content == "hi"
-    assert sim.problems == [] and sim.received == 2 and fired == [1]
+    assert messages(sim.answerer.problems) == [] and sim.received == 2 and fired == [1]
 
 
 def test_a_retry_past_what_it_expects_is_its_own_failure_and_is_not_retried(tmp_path: Path) -> None:
@@ -74,7 +77,7 @@ def test_a_retry_past_what_it_expects_is_its_own_failure_and_is_not_retried(tmp_
     assert (
         sim.received == 3
     )  # the first request, the retry it expected, one more: then no retry (x-should-retry)
-    assert sim.problems == ["request 3 retries request 1, but replies[0] expects 1 retry"]
+    assert messages(sim.answerer.problems) == ["request 3 retries request 1, but replies[0] expects 1 retry"]
     assert fired == [1]  # a failure ends the scenario too
 
 
@@ -85,7 +88,9 @@ def test_no_retry_where_it_expects_one_is_an_expectation_failure(tmp_path: Path)
     first, second = ask(sim, retries=0, times=2)
     assert isinstance(first, openai.RateLimitError)
     assert isinstance(second, openai.BadRequestError) and second.code == "sim_expectation_failed"
-    assert sim.problems == ["replies[0] expects 1 retry of request 1, but the client made 0"]
+    assert messages(sim.answerer.problems) == [
+        "replies[0] expects 1 retry of request 1, but the client made 0"
+    ]
 
 
 def test_retries_zero_says_no_retry_is_expected(tmp_path: Path) -> None:
@@ -105,7 +110,10 @@ def test_after_the_end_every_request_is_told_the_scenario_finished_and_not_to_re
     assert isinstance(ended, openai.BadRequestError) and ended.code == "sim_scenario_finished"
     assert "is finished (its 2 replies were sent); request 3 gets no reply" in ended.message
     assert sim.received == 3 and fired == [1]  # the SDK's retry got one clear answer, and did not retry it
-    assert "request 3 came after scenario scenario finished (a retry it did not expect?" in sim.problems[0]
+    assert (
+        "request 3 came after scenario scenario finished (a retry it did not expect?"
+        in messages(sim.answerer.problems)[0]
+    )
 
 
 def test_a_scenario_that_failed_first_ends_there(tmp_path: Path) -> None:
@@ -117,7 +125,7 @@ def test_a_scenario_that_failed_first_ends_there(tmp_path: Path) -> None:
     assert fired == [1]
     assert isinstance(after, openai.BadRequestError) and after.code == "sim_scenario_finished"
     assert "(it failed: replies[0].expect_request.message_count" in after.message
-    assert len(sim.problems) == 1  # what came after the failure adds nothing to it
+    assert len(messages(sim.answerer.problems)) == 1  # what came after the failure adds nothing to it
 
 
 def test_retries_that_no_reply_can_answer_are_refused_with_the_file_line(tmp_path: Path) -> None:

@@ -18,10 +18,12 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from sim import ModelAPIError, ModelRequest, SystemMessage, UserMessage
 from sim.adapters.openai_chat import OpenAIChatModel
 from sim.core.errors import ModelReplyError
+from sim.host.app import Host
 from sim.scenario import load_scenario
-from sim.server import Simulator
+from sim.scenario.answerer import ScriptAnswerer
+from sim.server import scenario_host
 from sim.wire.chat import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON, STREAM_ENDED_EARLY
-from tests.server.in_process import talk
+from tests.server.in_process import messages, talk
 
 ECHO = Path(__file__).resolve().parents[2] / "scenarios" / "echo-42.yaml"
 SYSTEM = {"role": "system", "content": "You are a coding agent."}
@@ -39,16 +41,16 @@ TOOLS = [
 ]
 
 
-def simulator(text: str | None = None, tmp_path: Path | None = None, **options: Any) -> Simulator:
+def simulator(text: str | None = None, tmp_path: Path | None = None, **options: Any) -> Host[ScriptAnswerer]:
     if text is None:
-        return Simulator(load_scenario(ECHO), **options)
+        return scenario_host(load_scenario(ECHO), **options)
     assert tmp_path is not None
     path = tmp_path / "scenario.yaml"
     path.write_text(textwrap.dedent(text))
-    return Simulator(load_scenario(path), **options)
+    return scenario_host(load_scenario(path), **options)
 
 
-def post(sim: Simulator, *bodies: dict[str, Any]) -> list[httpx2.Response]:
+def post(sim: Host[ScriptAnswerer], *bodies: dict[str, Any]) -> list[httpx2.Response]:
     async def send() -> list[httpx2.Response]:
         transport = httpx2.ASGITransport(app=sim.app)
         async with httpx2.AsyncClient(transport=transport, base_url="http://sim.test") as client:
@@ -85,9 +87,9 @@ class TestReplies:
         assert one.usage.total_tokens > 0
         two = ChatCompletion.model_validate(second.json())
         assert two.choices[0].message.content == "The command printed 42."
-        assert sim.consumed
-        assert sim.problems == []
-        assert [len(r.messages) for r in sim.requests] == [2, 4]
+        assert sim.answerer.consumed
+        assert messages(sim.answerer.problems) == []
+        assert [len(r.messages) for r in sim.answerer.requests] == [2, 4]
 
     def test_replies_are_byte_stable(self) -> None:
         assert post(simulator(), FIRST)[0].content == post(simulator(), FIRST)[0].content
@@ -222,7 +224,7 @@ class TestValidation:
         error = response.json()["error"]
         assert error["type"] == "invalid_request_error"
         assert problem in error["message"]
-        assert sim.answered == 0
+        assert sim.answerer.answered == 0
 
     def test_body_that_is_not_json(self) -> None:
         async def send() -> httpx2.Response:
@@ -240,7 +242,9 @@ class TestValidation:
         (response,) = post(sim, {**FIRST, "tools": []})
         assert response.status_code == 400
         assert response.json()["error"]["code"] == "sim_expectation_failed"
-        assert sim.problems == ["replies[0].expect_request.tools: expected ['shell'], got []"]
+        assert messages(sim.answerer.problems) == [
+            "replies[0].expect_request.tools: expected ['shell'], got []"
+        ]
 
     def test_request_after_the_script_names_the_scenario(self) -> None:
         sim = simulator()
@@ -251,19 +255,19 @@ class TestValidation:
             "scenario echo-42 has no reply left for request 3 (it scripts 2)"
             in extra.json()["error"]["message"]
         )
-        assert sim.problems[-1].startswith("scenario echo-42 has no reply left")
+        assert messages(sim.answerer.problems)[-1].startswith("scenario echo-42 has no reply left")
 
     def test_unused_replies(self) -> None:
         sim = simulator()
         post(sim, FIRST)
-        assert sim.unused() == ["simulator for echo-42 has 1 unused of 2 scripted replies"]
+        assert messages(sim.answerer.unused()) == ["simulator for echo-42 has 1 unused of 2 scripted replies"]
 
     def test_cycle_starts_again(self, tmp_path: Path) -> None:
         sim = simulator("prompt: p\nreplies: [{content: a}, {content: b}]\n", tmp_path, cycle=True)
         body = {"messages": [{"role": "user", "content": "p"}]}
         texts = [r.json()["choices"][0]["message"]["content"] for r in post(sim, body, body, body)]
         assert texts == ["a", "b", "a"]
-        assert sim.unused() == []
+        assert messages(sim.answerer.unused()) == []
 
     def test_cycle_checks_expect_request_in_every_round(self, tmp_path: Path) -> None:
         """`sim serve --cycle` as the SDK meets it: a call the client denied in the second round is refused
@@ -293,7 +297,9 @@ class TestValidation:
         answered, refused = talk(sim, two_rounds)
         assert answered == "It printed 42."
         assert refused.startswith("sim_expectation_failed: replies[1].expect_request.last_message.content:")
-        assert "permission_denied" in refused and sim.problems == [refused.split(": ", 1)[1]]
+        assert "permission_denied" in refused and messages(sim.answerer.problems) == [
+            refused.split(": ", 1)[1]
+        ]
 
 
 class TestThroughTheAdapter:
@@ -370,10 +376,10 @@ class TestHonesty:
         (response,) = post(sim, {"messages": [SYSTEM, USER], "tools": TOOLS, **extra})
         assert response.status_code == 400, response.text
         assert response.json()["error"]["param"] == param
-        assert sim.answered == 0  # the script is not consumed by a refused request
+        assert sim.answerer.answered == 0  # the script is not consumed by a refused request
         limit = "sim serves one choice" in response.json()["error"]["message"]  # sim's own, not the API's
         said = "not simulated" if limit else "invalid request"
-        assert sim.problems[0].startswith(f"request 1: {said}: {param}: ")
+        assert messages(sim.answerer.problems)[0].startswith(f"request 1: {said}: {param}: ")
 
     def test_n_1_and_logprobs_false_are_served(self) -> None:
         body = {"messages": [SYSTEM, USER], "tools": TOOLS, "n": 1, "logprobs": False}
@@ -409,13 +415,13 @@ class TestHonesty:
         (response,) = post(sim, body)
         assert response.status_code == 400
         assert response.json()["error"]["code"] == "sim_script_mismatch"
-        assert sim.problems == [f"request 1: script and request disagree: {problem}"]
+        assert messages(sim.answerer.problems) == [f"request 1: script and request disagree: {problem}"]
 
     def test_calls_contradicting_tool_choice_none_are_a_mismatch(self) -> None:
         sim = simulator()
         (response,) = post(sim, {"messages": [SYSTEM, USER], "tools": TOOLS, "tool_choice": "none"})
         assert response.status_code == 400
-        assert sim.problems == [
+        assert messages(sim.answerer.problems) == [
             "request 1: script and request disagree: the request says tool_choice 'none', but the scripted"
             " reply calls shell"
         ]
@@ -424,14 +430,14 @@ class TestHonesty:
         sim = simulator()
         (response,) = post(sim, {"messages": [SYSTEM, USER], "tools": TOOLS, "tool_choice": "required"})
         assert response.status_code == 200
-        assert sim.problems == []
+        assert messages(sim.answerer.problems) == []
 
     def test_cycle_mode_keeps_a_bounded_number_of_requests(self, tmp_path: Path) -> None:
         sim = simulator("prompt: p\nreplies:\n  - content: a\n  - content: b\n", tmp_path, cycle=True)
         big = {"role": "user", "content": "x" * 100_000}
         responses = post(sim, *({"messages": [big]} for _ in range(40)))
         assert all(r.status_code == 200 for r in responses)
-        assert (sim.received, sim.answered, len(sim.requests)) == (40, 40, 2)
+        assert (sim.received, sim.answerer.answered, len(sim.answerer.requests)) == (40, 40, 2)
 
 
 @pytest.mark.parametrize(
