@@ -22,7 +22,7 @@ import httpx2
 from replay import compacted, record, scenario  # bench/replay.py's (this script's folder is on the path)
 
 from sim.drift.compare import Drift
-from sim.drift.session import Upstream, drift_file
+from sim.drift.session import UpstreamConnection, drift_file
 from sim.scenario import load_scenario
 from sim.server import scenario_host
 
@@ -33,7 +33,7 @@ def overhead(cassette: Path, source: Path) -> tuple[float, float, int]:
 
     async def run() -> tuple[float, float, int]:
         async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=served.app)) as http:
-            result = await drift_file(cassette, Upstream("http://sim.test/v1", {}, http))
+            result = await drift_file(cassette, UpstreamConnection("http://sim.test/v1", {}, http))
         assert result.worst is Drift.same and result.requests > 1, result
         own = (result.seconds - result.upstream_seconds) / result.requests
         return own * 1000, result.upstream_seconds / result.requests * 1000, result.requests

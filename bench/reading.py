@@ -27,7 +27,7 @@ import yaml
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.drift.session import Upstream, drift_file
+from sim.drift.session import UpstreamConnection, drift_file
 
 ANSWER = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
           "choices": [{"index": 0, "finish_reason": "stop",
@@ -68,7 +68,9 @@ def drift(path: Path) -> Callable[[], None]:
     async def ask() -> None:
         transport = httpx2.MockTransport(lambda request: httpx2.Response(200, json=ANSWER))
         async with httpx2.AsyncClient(transport=transport) as http:
-            result = await drift_file(path, Upstream("http://upstream.test/v1", {}, http), max_requests=5)
+            result = await drift_file(
+                path, UpstreamConnection("http://upstream.test/v1", {}, http), max_requests=5
+            )
         assert result.problem is None, result.problem
 
     return lambda: asyncio.run(ask())
