@@ -1,4 +1,4 @@
-"""Fuzzing speed: examples/s of `sim fuzz --via direct`, next to a bare 30-line loop fuzzed with the same
+"""Fuzzing speed: examples/s of `sim fuzz-loop --via direct`, next to a bare 30-line loop fuzzed with the same
 hypothesis settings and the same drawn scenarios, in the same run (medians of `--repeats` campaigns).
 
 Both campaigns draw the same scenarios (same strategy, same seed); the bare one runs a dict-based loop
@@ -202,7 +202,7 @@ def main() -> None:
         return
     if options.where:
         where_the_time_goes(lambda: bare_campaign(options.examples, 0), "bare 30-line loop")
-        where_the_time_goes(lambda: sim_campaign(options.examples, 0), "sim fuzz --via direct")
+        where_the_time_goes(lambda: sim_campaign(options.examples, 0), "sim fuzz-loop --via direct")
         where_the_time_goes(lambda: target_campaign(options.examples, 0), "sim fuzz --target, in process")
         return
     bare, ours = [], []
@@ -214,7 +214,7 @@ def main() -> None:
     print("| campaign | examples/s | vs bare loop |")
     print("|---|---:|---:|")
     print(f"| bare 30-line loop (reference) | {bare_rate:,.0f} | 100% |")
-    print(f"| sim fuzz --via direct | {our_rate:,.0f} | {our_rate / bare_rate:.0%} |")
+    print(f"| sim fuzz-loop --via direct | {our_rate:,.0f} | {our_rate / bare_rate:.0%} |")
     targets = [target_campaign(options.examples, seed=repeat) for repeat in range(options.repeats)]
     single = [pytest_campaign(options.pytest_examples, []) for _ in range(3)]
     spread = [pytest_campaign(options.pytest_examples, ["-n", "2"]) for _ in range(3)]

@@ -26,7 +26,7 @@ def test_help_lists_the_program() -> None:
 
 
 COMMANDS = ["play", "check", "show", "replay", "convert", "run", "record", "compact", "expand", "recover",
-            "fuzz", "serve", "proxy"]  # fmt: skip
+            "fuzz", "fuzz-loop", "serve", "proxy"]  # fmt: skip
 
 
 def test_every_command_is_listed_and_its_help_shows_flags_without_values_and_arguments_one_way() -> None:
@@ -139,7 +139,7 @@ class TestShow:
 
 class TestFuzz:
     def test_a_fixed_seed_campaign_passes_and_reports_what_it_saw(self, tmp_path: Path) -> None:
-        result = invoke("fuzz", "--examples", "120", "--seed", "7", "--save", str(tmp_path))
+        result = invoke("fuzz-loop", "--examples", "120", "--seed", "7", "--save", str(tmp_path))
         assert result.exit_code == 0, result.output
         assert result.output.startswith("120 runs; outcomes: ")
         assert "tool results: " in result.output
@@ -147,16 +147,16 @@ class TestFuzz:
         assert not list(tmp_path.iterdir())
 
     def test_same_seed_same_campaign(self) -> None:
-        first = invoke("fuzz", "--examples", "40", "--seed", "5").output
-        assert invoke("fuzz", "--examples", "40", "--seed", "5").output == first
+        first = invoke("fuzz-loop", "--examples", "40", "--seed", "5").output
+        assert invoke("fuzz-loop", "--examples", "40", "--seed", "5").output == first
 
     def test_via_sdk(self) -> None:
-        result = invoke("fuzz", "--examples", "30", "--via", "sdk")
+        result = invoke("fuzz-loop", "--examples", "30", "--via", "sdk")
         assert result.exit_code == 0, result.output
 
 
 def test_fuzz_json(tmp_path: Path) -> None:
-    result = invoke("fuzz", "--examples", "30", "--json", "--save", str(tmp_path))
+    result = invoke("fuzz-loop", "--examples", "30", "--json", "--save", str(tmp_path))
     assert result.exit_code == 0, result.output
     summary = json.loads(result.output)
     assert summary["runs"] == 30

@@ -12,7 +12,7 @@ import typer
 from sim.cli.compacting import compact, expand, recover
 from sim.cli.drifting import drift
 from sim.cli.files import check, convert, play, replay, show
-from sim.cli.fuzzing import fuzz
+from sim.cli.fuzzing import fuzz, fuzz_loop
 from sim.cli.live import record, run
 from sim.cli.serving import proxy, serve
 
@@ -40,8 +40,8 @@ def root(
     """Record, replay and simulate OpenAI tool-calling agent loops."""
 
 
-COMMANDS = (play, check, show, replay, convert, run, record, compact, expand, recover, fuzz, serve, proxy,
-            drift)  # fmt: skip
+COMMANDS = (play, check, show, replay, convert, run, record, compact, expand, recover, fuzz, fuzz_loop,
+            serve, proxy, drift)  # fmt: skip
 """In the order `sim --help` lists them."""
 
 

@@ -1,5 +1,7 @@
-"""`sim fuzz`: a hypothesis campaign over our own loop's invariants, or over anyone's loop (`--target`)
-with replies drawn from the tools it offers; `--replay` plays a saved failing run to the target again."""
+"""The fuzz commands: `sim fuzz --target MODULE:FUNC`, a hypothesis campaign over anyone's loop with replies
+drawn from the tools it offers (`--replay` plays a saved failing run to it again), and `sim fuzz-loop`, one
+over our own loop's invariants. Hypothesis and the campaigns are imported when a command runs, so that the
+help is built without them."""
 
 from __future__ import annotations
 
@@ -7,13 +9,12 @@ from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.progress import Progress, TaskID
 from rich.text import Text
 
-from sim.cli.pages import fuzzed, fuzzed_target
 from sim.cli.terminal import (
     JsonFlag,
     PlayVia,
@@ -28,14 +29,26 @@ from sim.cli.terminal import (
 from sim.core.errors import ConfigurationError
 from sim.core.transcript import counted
 from sim.core.untrusted import visible
-from sim.scenario.loader import load_scenario
-from sim.fuzz.campaign import fuzz as fuzz_campaign
-from sim.fuzz.campaign import save_counterexample, save_scenario
-from sim.fuzz.databases import Guarded, example_database
-from sim.fuzz.invariants import Violation
-from sim.fuzz.replies import Profile
-from sim.fuzz.target import BOUND, MAX_RUN_SECONDS, RUN_SECONDS, TargetCampaign
-from sim.fuzz.worker import fuzz_target_in_worker, replay_target_in_worker
+from sim.fuzz.terms import BOUND, MAX_RUN_SECONDS, RUN_SECONDS, Profile
+
+if TYPE_CHECKING:
+    from sim.fuzz.databases import Guarded
+    from sim.fuzz.invariants import Violation
+    from sim.fuzz.target import TargetCampaign
+    from sim.fuzz.worker import Replayed
+
+NO_TARGET = "give --target MODULE:FUNC, the loop to fuzz (sim's own loop is fuzzed by `sim fuzz-loop`)"
+"""What `sim fuzz` says when it is given no loop."""
+
+Examples = Annotated[int, typer.Option(help="Examples to draw (more run while a failure shrinks).")]
+Seed = Annotated[int, typer.Option(help="The campaign's seed: the same seed draws the same runs.")]
+Database = Annotated[
+    str | None,
+    typer.Option(
+        help="Keep failing runs here and run them first next time: a folder, redis://HOST:PORT (shared"
+        " by CI workers and HypoFuzz nodes), or github:OWNER/REPO (read-only, CI's artifact)."
+    ),
+]
 
 
 def counts(counter: Counter[str]) -> str:
@@ -44,70 +57,53 @@ def counts(counter: Counter[str]) -> str:
 
 
 def fuzz(
-    examples: Annotated[int, typer.Option(help="Examples to draw (more run while a failure shrinks).")] = 200,
-    seed: Annotated[int, typer.Option(help="The campaign's seed: the same seed draws the same runs.")] = 0,
-    via: Annotated[
-        PlayVia,
-        typer.Option(help="Our own loop: direct, scripted model; sdk, real SDK against the simulator."),
-    ] = PlayVia.direct,
-    save: Annotated[Path, typer.Option(help="Where a failing scenario is written.")] = Path("fuzz-failures"),
     target: Annotated[
         str | None,
         typer.Option(
-            help="Fuzz your loop instead: MODULE:FUNC, called as FUNC(client) or FUNC(client, prompt)."
+            metavar="MODULE:FUNC",
+            help="The loop to fuzz, called as FUNC(client) or FUNC(client, prompt) (sim's own loop: sim"
+            " fuzz-loop).",
         ),
     ] = None,
     profile: Annotated[
-        Profile | None,
-        typer.Option(
-            help="api: only what the real API sends (the default for --target); hostile: everything."
-        ),
-    ] = None,
-    replay: Annotated[
-        Path | None, typer.Option(help="With --target: play this saved failing run to it, once.")
-    ] = None,
-    bound: Annotated[int, typer.Option(help="With --target: requests a run may make.")] = BOUND,
+        Profile, typer.Option(help="api: only what the real API sends; hostile: everything.")
+    ] = Profile.api,
+    examples: Examples = 200,
+    seed: Seed = 0,
+    bound: Annotated[int, typer.Option(help="Requests a run may make.")] = BOUND,
     run_seconds: Annotated[
-        float, typer.Option(help="With --target: seconds a run may take before it is a runaway.")
+        float, typer.Option(help="Seconds a run may take before it is a runaway.")
     ] = RUN_SECONDS,
     allow: Annotated[
         list[str] | None,
-        typer.Option(help="With --target: an exception type it may raise (by name; repeat for more)."),
+        typer.Option(help="An exception type the loop may raise (by name; repeat for more)."),
     ] = None,
-    database: Annotated[
-        str | None,
-        typer.Option(
-            help="Keep failing runs here and run them first next time: a folder, redis://HOST:PORT (shared"
-            " by CI workers and HypoFuzz nodes), or github:OWNER/REPO (read-only, CI's artifact)."
-        ),
+    replay: Annotated[
+        Path | None, typer.Option(help="Play this saved failing run to the loop, once, instead.")
     ] = None,
+    save: Annotated[Path, typer.Option(help="Where a failing run is written.")] = Path("fuzz-failures"),
+    database: Database = None,
     as_json: JsonFlag = False,
     html_report: ReportFile = None,
 ) -> None:
-    """Fuzz a loop's invariants with hostile model behaviour; save the smallest failing scenario."""
+    """Fuzz your loop with replies drawn from the tools it offers, each run calling it with an OpenAI client
+    pointed at a simulator; save the smallest failing run."""
+    if target is None:
+        raise usage_error(NO_TARGET)
     if examples < 1:
         raise usage_error("--examples must be at least 1")
-    try:
-        kept = None if database is None else example_database(database)
-    except ConfigurationError as error:
-        raise usage_error(str(error)) from None
-    if target is None:
-        if replay is not None:
-            raise usage_error("--replay needs --target (our own loop's failures replay with `sim play FILE`)")
-        if profile is Profile.api:
-            raise usage_error(
-                "our own loop is fuzzed with the hostile profile: its contract covers everything"
-            )
-        _own_loop(examples, seed, via, save, as_json, html_report, kept)
-        return
+    kept = _database(database)
     if bound < 1:
         raise usage_error("--bound must be at least 1")
     if not 0 < run_seconds <= MAX_RUN_SECONDS:
         raise usage_error(f"--run-seconds must be above 0 and at most {MAX_RUN_SECONDS:g}")
+    allowed = tuple(allow or ())
     if replay is not None:
-        _replay(target, replay, tuple(allow or ()), run_seconds, as_json)
+        _replay(target, replay, allowed, run_seconds, as_json)
         return
-    chosen = profile or Profile.api
+    from sim.pages import fuzzed_target
+    from sim.fuzz.worker import fuzz_target_in_worker
+
     # no refresh thread, no redirection of the streams: the campaign's worker is forked under it
     with _progress(as_json) as bar:
         advance = partial(_advance, bar, bar.add_task("fuzzing", total=examples))
@@ -116,9 +112,9 @@ def fuzz(
                 target,
                 examples=examples,
                 seed=seed,
-                profile=chosen,
+                profile=profile,
                 bound=bound,
-                allow=tuple(allow or ()),
+                allow=allowed,
                 seconds=run_seconds,
                 on_run=advance,
                 database=kept,
@@ -130,21 +126,10 @@ def fuzz(
         campaign.saved = _kept(partial(_save, campaign, save, seed), save)
     vacuous = None if campaign.violations else campaign.vacuous()
     if as_json:
-        summary = {
-            "runs": campaign.runs,
-            "requests": campaign.requests,
-            "round_trips": campaign.round_trips,
-            "raised": dict(campaign.raised),
-            "not_simulated": campaign.unsimulated,
-            "unhonoured_tools": sorted(campaign.unhonoured),
-            "violations": _as_json(campaign.violations),
-            "saved": str(campaign.saved) if campaign.saved else None,
-            "nothing_tested": vacuous,
-        }
-        print_json(summary)
+        print_json(_campaign_json(campaign, vacuous))
     else:
         asked = counted(campaign.requests, "request")
-        said = f"{counted(campaign.runs, 'run')} of {target} ({chosen} profile): {asked},"
+        said = f"{counted(campaign.runs, 'run')} of {target} ({profile} profile): {asked},"
         out.print(f"{said} {counted(campaign.round_trips, 'tool call')} answered", markup=False)
         out.print(f"raised: {counts(campaign.raised)}", markup=False)
         if campaign.unsimulated:
@@ -165,6 +150,68 @@ def fuzz(
     write_report_if_asked(html_report, lambda: fuzzed_target(campaign))
     if campaign.violations or vacuous:
         raise typer.Exit(1)
+
+
+def fuzz_loop(
+    examples: Examples = 200,
+    seed: Seed = 0,
+    via: Annotated[
+        PlayVia, typer.Option(help="direct: the scripted model; sdk: the real SDK against the simulator.")
+    ] = PlayVia.direct,
+    save: Annotated[Path, typer.Option(help="Where a failing scenario is written.")] = Path("fuzz-failures"),
+    database: Database = None,
+    as_json: JsonFlag = False,
+    html_report: ReportFile = None,
+) -> None:
+    """Fuzz sim's own loop's invariants with hostile model behaviour; save the smallest failing scenario."""
+    if examples < 1:
+        raise usage_error("--examples must be at least 1")
+    kept = _database(database)
+    from sim.pages import fuzzed
+    from sim.fuzz.campaign import fuzz as fuzz_campaign
+    from sim.fuzz.campaign import save_counterexample
+
+    with Progress(console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
+        advance = partial(bar.advance, bar.add_task("fuzzing", total=examples))
+        report = fuzz_campaign(examples=examples, seed=seed, via=via.value, on_run=advance, database=kept)
+    _database_problem(kept)
+    if report.failure is not None:
+        report.saved = _kept(partial(save_counterexample, report.failure, save, seed), save)
+    violations = report.failure.violations if report.failure else []
+    if as_json:
+        summary = {
+            "runs": report.runs,
+            "outcomes": dict(report.outcomes),
+            "tool_results": dict(report.error_codes),
+            "violations": _as_json(violations),
+            "saved": str(report.saved) if report.saved else None,
+        }
+        print_json(summary)
+    else:
+        out.print(f"{counted(report.runs, 'run')}; outcomes: {counts(report.outcomes)}", markup=False)
+        out.print(f"tool results: {counts(report.error_codes)}", markup=False)
+    if violations and not as_json:
+        _say(violations)
+        if report.saved is not None:
+            out.print(f"smallest failing scenario: {report.saved} (to reproduce it: sim play {report.saved})",
+                      markup=False)  # fmt: skip
+    elif not as_json:
+        out.print(Text("every invariant held", style="green"))
+    write_report_if_asked(html_report, lambda: fuzzed(report, None))
+    if violations:
+        raise typer.Exit(1)
+
+
+def _database(where: str | None) -> Guarded | None:
+    """The example database `--database` names, or exit 2 saying why it cannot be used."""
+    if where is None:
+        return None
+    from sim.fuzz.databases import example_database
+
+    try:
+        return example_database(where)
+    except ConfigurationError as error:
+        raise usage_error(str(error)) from None
 
 
 def _database_problem(database: Guarded | None) -> None:
@@ -191,6 +238,8 @@ def _say(violations: list[Violation]) -> None:
 
 def _save(campaign: TargetCampaign, folder: Path, seed: int) -> Path:
     """The failing run's replies as a scenario (its findings in the description)."""
+    from sim.fuzz.campaign import save_scenario
+
     assert campaign.failure is not None
     broke = "; ".join(map(str, campaign.violations))
     drawn = f"sim fuzz --target {campaign.target} ({campaign.profile} profile, seed {seed})"
@@ -200,6 +249,37 @@ def _save(campaign: TargetCampaign, folder: Path, seed: int) -> Path:
 
 def _as_json(violations: list[Violation]) -> list[dict[str, str]]:
     return [{"invariant": v.invariant, "detail": v.detail} for v in violations]
+
+
+def _campaign_json(campaign: TargetCampaign, vacuous: str | None) -> dict[str, Any]:
+    """`sim fuzz --json`: a campaign's figures and findings."""
+    return {
+        "runs": campaign.runs,
+        "requests": campaign.requests,
+        "round_trips": campaign.round_trips,
+        "raised": dict(campaign.raised),
+        "not_simulated": campaign.unsimulated,
+        "unhonoured_tools": sorted(campaign.unhonoured),
+        "violations": _as_json(campaign.violations),
+        "saved": str(campaign.saved) if campaign.saved else None,
+        "nothing_tested": vacuous,
+    }
+
+
+def _replayed_json(replayed: Replayed) -> dict[str, Any]:
+    """`sim fuzz --replay --json`: the campaign's fields for its one run; what a replay does not count is
+    null."""
+    return {
+        "runs": 1,
+        "requests": replayed.requests,
+        "round_trips": None,
+        "raised": {} if replayed.raised is None else {replayed.raised: 1},
+        "not_simulated": None,
+        "unhonoured_tools": None,
+        "violations": _as_json(replayed.violations),
+        "saved": None,
+        "nothing_tested": None,
+    }
 
 
 def _progress(as_json: bool) -> Progress:
@@ -216,6 +296,9 @@ def _advance(bar: Progress, task: TaskID) -> None:
 
 
 def _replay(target: str, file: Path, allow: tuple[str, ...], seconds: float, as_json: bool) -> None:
+    from sim.fuzz.worker import replay_target_in_worker
+    from sim.scenario.loader import load_scenario
+
     scenario = open_one(file, load_scenario)
     try:
         replayed = replay_target_in_worker(target, scenario, seconds, allow)
@@ -223,8 +306,7 @@ def _replay(target: str, file: Path, allow: tuple[str, ...], seconds: float, as_
         raise usage_error(str(error)) from None
     found, raised = replayed.violations, replayed.raised
     if as_json:
-        summary = {"requests": replayed.requests, "raised": raised, "violations": _as_json(found)}
-        print_json(summary)
+        print_json(_replayed_json(replayed))
     else:
         requests = counted(replayed.requests, "request")
         out.print(f"replayed {file} to {target}: {requests}; raised: {raised or 'nothing'}", markup=False)
@@ -232,44 +314,4 @@ def _replay(target: str, file: Path, allow: tuple[str, ...], seconds: float, as_
         if not found:
             out.print(Text("every invariant held", style="green"))
     if found:
-        raise typer.Exit(1)
-
-
-def _own_loop(
-    examples: int,
-    seed: int,
-    via: PlayVia,
-    save: Path,
-    as_json: bool,
-    html_report: Path | None,
-    database: Guarded | None,
-) -> None:
-    with Progress(console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
-        advance = partial(bar.advance, bar.add_task("fuzzing", total=examples))
-        report = fuzz_campaign(examples=examples, seed=seed, via=via.value, on_run=advance, database=database)
-    _database_problem(database)
-    if report.failure is not None:
-        report.saved = _kept(partial(save_counterexample, report.failure, save, seed), save)
-    violations = report.failure.violations if report.failure else []
-    if as_json:
-        summary = {
-            "runs": report.runs,
-            "outcomes": dict(report.outcomes),
-            "tool_results": dict(report.error_codes),
-            "violations": _as_json(violations),
-            "saved": str(report.saved) if report.saved else None,
-        }
-        print_json(summary)
-    else:
-        out.print(f"{counted(report.runs, 'run')}; outcomes: {counts(report.outcomes)}", markup=False)
-        out.print(f"tool results: {counts(report.error_codes)}", markup=False)
-    if violations and not as_json:
-        _say(violations)
-        if report.saved is not None:
-            out.print(f"smallest failing scenario: {report.saved} (to reproduce it: sim play {report.saved})",
-                      markup=False)  # fmt: skip
-    elif not as_json:
-        out.print(Text("every invariant held", style="green"))
-    write_report_if_asked(html_report, lambda: fuzzed(report, None))
-    if violations:
         raise typer.Exit(1)

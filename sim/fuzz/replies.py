@@ -15,7 +15,6 @@ are JSON but not an object, and bodies that are not JSON included. Every draw go
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from typing import Any
 
 from hypothesis import strategies as st
@@ -23,18 +22,9 @@ from hypothesis import strategies as st
 from sim.core.model import ModelRequest, ToolSpec
 from sim.fuzz.schema_values import arguments as valid_arguments
 from sim.fuzz.schema_values import mistaken, satisfies
+from sim.fuzz.terms import Profile
 from sim.scenario.schema import ScriptedErrorSpec, ScriptedReplySpec, ScriptedToolCallSpec
 from sim.wire.tool_choice import ReplyTerms
-
-
-class Profile(StrEnum):
-    """What a campaign may draw."""
-
-    api = "api"
-    """Only what the real API has been seen to send."""
-    hostile = "hostile"
-    """Everything, duplicate ids and non-object arguments included."""
-
 
 COUNTED = ("error", "malformed", "cut")
 """Reply kinds after which a target may raise: its exception is counted, not a finding."""

@@ -17,7 +17,7 @@ from sim.cli import COMMANDS, app
 WIDTH = 80
 GROUP = get_command(app)
 assert isinstance(GROUP, TyperGroup)
-NAMES = [command.__name__ for command in COMMANDS]
+NAMES = [command.__name__.replace("_", "-") for command in COMMANDS]
 
 
 def rendered(*args: str) -> str:

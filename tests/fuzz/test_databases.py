@@ -219,7 +219,7 @@ def test_a_folder_that_cannot_be_written_is_said_and_the_verdict_stands(
                                      str(read_only_dir), "--save", str(tmp_path)])  # fmt: skip
     assert found.exit_code == 1 and "! request_after_final: " in found.output, found.output
     assert [line for line in found.output.splitlines() if "--database" in line] == [f"{said} not kept"]
-    ours = CliRunner().invoke(app, ["fuzz", "--examples", "5", "--database", str(read_only_dir)])
+    ours = CliRunner().invoke(app, ["fuzz-loop", "--examples", "5", "--database", str(read_only_dir)])
     assert ours.exit_code == 0 and "every invariant held" in ours.output, ours.output
     assert [line for line in ours.output.splitlines() if "--database" in line] == [f"{said} not kept"]
 

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from sim.core.messages import UserMessage
 from sim.core.model import ModelRequest, ToolSpec
 from sim.core.strict_schema import strict_by_default
-from sim.fuzz.replies import Profile, ReplyDrawer, kind_of
+from sim.fuzz.replies import ReplyDrawer, kind_of
+from sim.fuzz.terms import Profile
 from sim.wire.tool_choice import ReplyTerms, ToolChoice
 
 PARAMETERS = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}

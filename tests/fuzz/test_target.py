@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from sim.cli import app
 from sim.core.errors import ConfigurationError
-from sim.fuzz.replies import Profile
 from sim.fuzz.target import allowed, fuzz_target, load_target, target_of
+from sim.fuzz.terms import Profile
 from tests.fuzz import targets
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from sim.fuzz.replies import Profile
 from sim.fuzz.target import findings, fuzz_target, replay_target, target_of
+from sim.fuzz.terms import Profile
 from tests.fuzz import targets
 
 SEEDED = [  # (the loop, the profile that can send what catches it, the finding, the campaign's seed)

@@ -21,8 +21,8 @@ from sim.reports.html import render, steps
 from sim.scenario.schema import Scenario
 from sim.fuzz.campaign import ExampleRun, FuzzReport
 from sim.fuzz.invariants import Violation
-from sim.fuzz.replies import Profile
 from sim.fuzz.target import TargetCampaign
+from sim.fuzz.terms import Profile
 from tests.corpus import CORPUS, needs_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,7 +155,7 @@ def test_fuzz_report_shows_the_counterexample_and_how_to_reproduce_it(tmp_path: 
 
 
 def test_a_passing_fuzz_campaign_report(tmp_path: Path) -> None:
-    page = run("fuzz", "--examples", "20", "--seed", "3", "--report", tmp_path / "fuzz.html")
+    page = run("fuzz-loop", "--examples", "20", "--seed", "3", "--report", tmp_path / "fuzz.html")
     self_contained(page)
     html = (tmp_path / "fuzz.html").read_text()
     assert '<div class="verdict pass">every invariant held</div>' in html
