@@ -1,5 +1,5 @@
 """Answering requests from a recording: which recorded interaction a request is, or how it differs from the
-nearest one. Shared by in-process replay (an httpx transport) and `sim serve CASSETTE` (an HTTP server).
+nearest one. The matching behind `RecordingAnswerer` (in-process replay and `sim serve CASSETTE`).
 
 Requests are matched by method, path and body through an index, so a request's cost does not grow with the
 cassette: by their exact bytes first (what our encoder sends is what was recorded), and only on a miss by
@@ -41,6 +41,12 @@ class Miss:
 
     def __str__(self) -> str:
         return f"turn {self.turn}: {self.difference}"
+
+    @property
+    def where(self) -> str:
+        """Where it differs: the JSON path of the first difference (or the whole difference when there is
+        none to point at, a route not recorded say)."""
+        return self.difference.split(": recorded ", 1)[0]
 
 
 def _shared_start(one: str, other: str) -> int:

@@ -1,7 +1,8 @@
 """Replaying a recorded session offline: the real loop and SDK adapter against the recorded interactions.
 
-Requests are answered by `RecordedAnswers` (method, path and canonical JSON body, through an index);
-every tool call is answered from the recording, so no command runs and no approval is asked.
+Requests are answered by a `RecordingAnswerer` (method, path and canonical JSON body, through an index)
+through the host's in-process transport, as `sim serve CASSETTE` answers them on a port; every tool call
+is answered from the recording, so no command runs and no approval is asked.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from urllib.parse import urlsplit
 import httpx2
 from pydantic import ValidationError
 
-from sim.adapters.apis import ENDPOINTS, connect_model
-from sim.cassette.answering import Miss, RecordedAnswers
+from sim.adapters.connect import connect_model
 from sim.cassette.compact import ONLY_COMPACT
 from sim.cassette.reader import Cassette, RecordedInteraction, read_cassette
+from sim.cassette.recording_answerer import RecordingAnswerer, recording_host
 from sim.cassette.session import RecordedSession, echoed_results, result_from_text
 from sim.core.approval import AllowAllApprover
 from sim.core.calls import call_key, find
@@ -29,43 +30,8 @@ from sim.core.outcome import Outcome
 from sim.core.scripted import ScriptedToolResults
 from sim.core.tools import AnyArguments, ToolDefinition, ToolRegistry, ToolResult
 from sim.core.transcript import TranscriptRecorder
-
-
-class ReplayTransport(httpx2.AsyncBaseTransport):
-    """Answers each request with the recorded response to the same request (see `RecordedAnswers`); an
-    HTTP 400 naming the first difference when there is none."""
-
-    def __init__(self, interactions: Sequence[RecordedInteraction]) -> None:
-        self.answers = RecordedAnswers(interactions)
-        self.interactions = self.answers.interactions
-
-    @property
-    def problems(self) -> list[str]:
-        """One line per request that matched nothing."""
-        return [str(miss) for miss in self.answers.misses]
-
-    @property
-    def divergence(self) -> tuple[str, str, str] | None:
-        """The first request that matched nothing: where it differs, the recorded body, the body now."""
-        if not self.answers.misses:
-            return None
-        miss = self.answers.misses[0]
-        return miss.difference.split(": recorded ", 1)[0], miss.recorded_body, miss.body_now
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        """The recorded response, or an HTTP 400 naming the first difference from the expected request."""
-        found = self.answers.match(request.method, request.url.path, await request.aread())
-        if isinstance(found, Miss):
-            error = {"message": f"sim replay: {found}", "type": "sim_replay_mismatch", "param": None,
-                     "code": None}  # fmt: skip
-            return httpx2.Response(400, json={"error": error})
-        response = found.response
-        kind = "text/event-stream" if response.is_event_stream else "application/json"
-        return httpx2.Response(response.status, content=response.body, headers={"content-type": kind})
-
-    def unplayed(self) -> int:
-        """How many recorded interactions were never asked for."""
-        return len(self.answers.unplayed())
+from sim.host.transport import transport
+from sim.wire import ENDPOINTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +101,7 @@ class Replay:
 
     session: RecordedSession
     chats: list[RecordedInteraction]
-    transport: ReplayTransport
+    answerer: RecordingAnswerer
     runner: AgentRunner
     recorder: TranscriptRecorder
 
@@ -148,12 +114,12 @@ def replayable(cassette: Cassette) -> Replay:
     chats = [interaction for interaction in cassette.interactions if interaction.calls(endpoint)]
     if not chats:
         raise CassetteError(f"{cassette.path}: no {endpoint} interactions to replay")
-    transport = ReplayTransport(chats)
+    answerer = RecordingAnswerer(chats)
     try:
-        runner, recorder = _runner(cassette.path, session, chats, transport)
+        runner, recorder = _runner(cassette.path, session, chats, answerer)
     except ConfigurationError as error:
         raise CassetteError(f"{cassette.path}: the sim: block cannot set up a run: {error}") from None
-    return Replay(session, chats, transport, runner, recorder)
+    return Replay(session, chats, answerer, runner, recorder)
 
 
 def recorded_results(session: RecordedSession, chats: Sequence[RecordedInteraction]) -> dict[str, ToolResult]:
@@ -170,10 +136,10 @@ async def replay_cassette(path: Path) -> ReplayReport:
     """Replay a cassette written by `sim record`, offline, and compare the run with the recording."""
     started = time.perf_counter()
     replay = replayable(read_cassette(path))
-    session, chats, transport, recorder = replay.session, replay.chats, replay.transport, replay.recorder
+    session, chats, answerer, recorder = replay.session, replay.chats, replay.answerer, replay.recorder
     ending = await replay.runner.run_to_end(session.prompt)
     final_text, turns, outcome = ending.final_text, ending.turns, ending.outcome
-    problems = list(transport.problems)
+    problems = [problem.message for problem in answerer.problems]
     if not problems:
         for field, recorded, now in (
             ("outcome", session.outcome, outcome),
@@ -188,10 +154,11 @@ async def replay_cassette(path: Path) -> ReplayReport:
             if now_content != recorded_result.content:
                 recorded_text, now_text = json.dumps(recorded_result.content), json.dumps(now_content)
                 problems.append(f"tool_results.{key}: recorded {recorded_text} != now {now_text}")
-    if unplayed := transport.unplayed():
+    if unplayed := len(answerer.unplayed()):
         problems.append(
             f"cassette only partly played: {unplayed} of {len(chats)} interactions never requested"
         )
+    miss = answerer.first_miss()
     return ReplayReport(
         path=str(path),
         outcome=outcome,
@@ -202,14 +169,15 @@ async def replay_cassette(path: Path) -> ReplayReport:
         problems=tuple(problems),
         transcript=(f"user: {session.prompt}", *recorder.lines),
         seconds=time.perf_counter() - started,
-        divergence=transport.divergence,
+        divergence=None if miss is None else (miss.where, miss.recorded_body, miss.body_now),
     )
 
 
 def _runner(
-    path: Path, session: RecordedSession, chats: list[RecordedInteraction], transport: ReplayTransport
+    path: Path, session: RecordedSession, chats: list[RecordedInteraction], answerer: RecordingAnswerer
 ) -> tuple[AgentRunner, TranscriptRecorder]:
-    """The real loop and SDK adapter set up as the recording says, talking to `transport`."""
+    """The real loop and SDK adapter set up as the recording says, answered by `answerer` through the
+    host in process."""
     uri = urlsplit(chats[0].request.uri)
     base = uri.path.rstrip("/").removesuffix(ENDPOINTS[session.api])
     model = connect_model(
@@ -218,9 +186,9 @@ def _runner(
         api_key="sim-replay",
         model=session.model,
         stream=session.stream,
-        max_tokens=session.max_completion_tokens,
+        max_tokens=session.max_tokens,
         chain=session.chain,
-        http_client=httpx2.AsyncClient(transport=transport),
+        http_client=httpx2.AsyncClient(transport=transport(recording_host(answerer))),
     )
     answers = ScriptedToolResults(recorded_results(session, chats))
     tools = ToolRegistry(

@@ -122,8 +122,12 @@ class Host(Generic[A]):
         store_limit: int = STORE_LIMIT_BYTES,
         on_finished: Callable[[], Any] | None = None,
         on_answered: Callable[[Answered], None] | None = None,
+        api_of: Callable[[Received], str] | None = None,
     ) -> None:
         self.answerer = answerer
+        self.api_of = api_of
+        """What the access log names as a request's API, asked once it is answered (None: the API its path
+        names, or the path; a recording names its interaction's, or `unmatched`)."""
         self.model = model
         """The model `GET /v1/models` lists."""
         self.on_finished = on_finished
@@ -186,7 +190,7 @@ class Host(Generic[A]):
         answer = await self.answerer.answer(received)
         response = await self._render(answer, received, protocol)
         if self.on_answered is not None:
-            api = received.api or received.path
+            api = self.api_of(received) if self.api_of is not None else received.api or received.path
             self.on_answered(Answered(api, received.number, response.status_code, _said(answer, response)))
         if self.on_finished is not None and not self.told_finished and self.answerer.finished:
             self.told_finished = True
@@ -236,10 +240,13 @@ _NO_REQUEST = ApiError(404, "sim has no API request here to answer with a model 
 
 
 def _raw(reply: RawReply) -> Response:
-    headers = dict(reply.headers)
     if isinstance(reply.body, bytes):
-        return Response(reply.body, status_code=reply.status, headers=headers)
-    return StreamingResponse(reply.body, status_code=reply.status, headers=headers)
+        response: Response = Response(reply.body, status_code=reply.status)
+    else:
+        response = StreamingResponse(reply.body, status_code=reply.status)
+    for name, value in reply.headers:  # each value of a repeated header, as it came
+        response.headers.append(name, value)
+    return response
 
 
 def _said(answer: Answer, response: Response) -> str:
