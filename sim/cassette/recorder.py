@@ -12,7 +12,6 @@ from typing import Any
 import vcr
 from vcr.persisters.filesystem import CassetteNotFoundError
 
-from sim.adapters.apis import Api
 from sim.cassette.journal import Journal
 from sim.cassette.secrets import SECRET_HEADERS
 from sim.cassette.session import RecordedSession, RecordedTool, echoed_results
@@ -21,6 +20,7 @@ from sim.core.calls import CallRef, keyed
 from sim.core.events import RunEvent, ToolCallFinished
 from sim.core.loop import AgentRunner, RunEnding
 from sim.core.tools import ToolResult
+from sim.wire import Api
 
 
 class FreshStart:
@@ -35,41 +35,42 @@ class FreshStart:
         """Nothing is saved."""
 
 
-class _Largest:
-    """The largest request body so far: a run's history only grows, so it holds every echoed result."""
+class JournalingHooks:
+    """vcrpy's record hooks handing each interaction to the journal as it finishes (after vcrpy's own
+    filters: secret headers out, bodies decompressed), so that the cassette keeps nothing until the end;
+    they also keep the largest request body (a run's history only grows: it holds every echoed result)."""
 
-    def __init__(self) -> None:
-        self.body: bytes | None = None
+    def __init__(self, journal: Journal) -> None:
+        self.journal = journal
+        self.largest: bytes | None = None
+        self._request: Any = None
+        self._numbers = itertools.count()
 
-    def see(self, body: bytes | None) -> None:
-        if body is not None and len(body) > len(self.body or b""):
-            self.body = body
+    def request(self, request: Any) -> Any:
+        """`before_record_request`: the request, unchanged, remembered for the response that follows."""
+        self._request = request
+        return request
 
-
-def journaled(cassette: Any, journal: Journal, largest: _Largest) -> None:
-    """Make vcrpy's `cassette` hand each interaction it records (its filters applied) to `journal` instead
-    of keeping it until the end."""
-    keep = cassette.append
-    seq = itertools.count()
-
-    def append(request: Any, response: Any) -> None:
-        keep(request, response)
-        while cassette.data:
-            exchange = exchange_from_vcr(*cassette.data.pop(0))
-            largest.see(exchange.request_body)
-            journal.append(next(seq), exchange)
-        cassette.dirty = False
-
-    cassette.append = append
+    def response(self, response: Any) -> None:
+        """`before_record_response`: the interaction into the journal, and nothing into the cassette."""
+        # vcrpy records an interaction by passing its request, then at once its response, through these
+        # hooks (it also passes requests alone, to match them): the last request seen is this response's
+        exchange = exchange_from_vcr(self._request, response)
+        if exchange.request_body is not None and len(exchange.request_body) > len(self.largest or b""):
+            self.largest = exchange.request_body
+        self.journal.append(next(self._numbers), exchange)
 
 
-def recording_vcr(persister: Any, record_mode: str = "all") -> vcr.VCR:
-    """A vcrpy `VCR` that records with secret headers filtered and bodies decompressed."""
+def recording_vcr(persister: Any, record_mode: str = "all", hooks: JournalingHooks | None = None) -> vcr.VCR:
+    """A vcrpy `VCR` that records with secret headers filtered and bodies decompressed (into the journal
+    that `hooks` write, if given)."""
     recorder = vcr.VCR(
         record_mode=record_mode,
         decode_compressed_response=True,
         record_on_exception=False,
         filter_headers=sorted(SECRET_HEADERS),
+        before_record_request=None if hooks is None else hooks.request,
+        before_record_response=None if hooks is None else hooks.response,
     )
     recorder.register_persister(persister)
     return recorder
@@ -84,7 +85,7 @@ def record_run(
     api: Api = Api.chat,
     chain: bool = False,
     stream: bool,
-    max_completion_tokens: int | None,
+    max_tokens: int | None,
     secrets: tuple[str, ...],
     compact: bool = False,
     force: bool = True,
@@ -97,29 +98,22 @@ def record_run(
     when another recording holds it, or, without `force`, when the cassette exists).
     """
     results: dict[CallRef, ToolResult] = {}
-    watching = runner.observer
 
-    def observe(event: RunEvent) -> None:
+    def keep_result(event: RunEvent) -> None:
         if isinstance(event, ToolCallFinished):
             results[(event.call.id, event.turn)] = event.result
-        if watching is not None:
-            watching(event)
 
     journal = Journal(path, secrets, keep=not force)
-    runner.observer = observe
-    largest = _Largest()
+    hooks = JournalingHooks(journal)
     try:
-        with recording_vcr(FreshStart()).use_cassette(str(path)) as cassette:
-            journaled(cassette, journal, largest)
-            ending = asyncio.run(runner.run_to_end(prompt))
+        with recording_vcr(FreshStart(), hooks=hooks).use_cassette(str(path)):
+            ending = asyncio.run(runner.run_to_end(prompt, observer=keep_result))
     except BaseException:
         if not journal.count:
             journal.path.unlink(missing_ok=True)
         journal.close()
         raise
-    finally:
-        runner.observer = watching
-    echoed = echoed_results([largest.body], api)
+    echoed = echoed_results([hooks.largest], api)
     named = keyed({call: call for call in results})  # `id@turn` wherever the run reused an id
     session = RecordedSession(
         prompt=prompt,
@@ -129,7 +123,7 @@ def record_run(
         chain=chain,
         max_turns=runner.max_turns,
         stream=stream,
-        max_completion_tokens=max_completion_tokens,
+        max_tokens=max_tokens,
         tools=[
             RecordedTool(name=s.name, description=s.description, parameters=dict(s.parameters))
             for s in runner.tools.snapshot().specs
