@@ -23,7 +23,6 @@ from typing import Any
 import httpx2
 from openai import AsyncOpenAI
 
-from sim.adapters.apis import Api
 from sim.adapters.openai_chat import OpenAIChatModel
 from sim.adapters.openai_responses import OpenAIResponsesModel
 from sim.core.messages import AssistantMessage, ChatMessage, HistoryView, SystemMessage, ToolCall, ToolMessage
@@ -31,6 +30,7 @@ from sim.core.messages import UserMessage as User
 from sim.core.model import ModelClient, ModelRequest
 from sim.core.tools import ToolRegistry
 from sim.tools.shell import shell_tool
+from sim.wire import Api
 from sim.wire.chat import message_to_wire, tool_to_wire
 from sim.wire.responses import message_to_items
 from sim.wire.responses import tool_to_wire as responses_tool

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sim.adapters.apis import Api
 from sim.player import PlayReport, play_file
+from sim.wire import Api
 
 ECHO = """
 prompt: Run `echo 42`.

@@ -8,8 +8,8 @@ from urllib.parse import urlsplit
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from sim.adapters.apis import Api
 from sim.core.errors import ConfigurationError
+from sim.wire import Api
 
 REQUIRED = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL")
 

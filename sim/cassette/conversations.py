@@ -14,7 +14,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from sim.adapters.apis import Codec
 from sim.cassette.reader import Cassette, RecordedInteraction, collector_paused
 from sim.core.errors import AgentError
 from sim.core.messages import (
@@ -26,6 +25,7 @@ from sim.core.messages import (
     ToolMessage,
 )
 from sim.core.model import ModelReply, ToolSpec
+from sim.wire import Codec
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,6 @@ import typer
 import yaml
 from rich.text import Text
 
-from sim.adapters.apis import Api
 from sim.adapters.settings import UpstreamCredentials
 from sim.cassette.reader import looks_like_cassette
 from sim.cassette.scrubbing import Scrubber
@@ -35,6 +34,7 @@ from sim.drift.prices import PRICES, cost
 from sim.drift.scenarios import recording_of
 from sim.drift.session import FileDrift, UpstreamConnection, drift_file, usage_sum
 from sim.reports.html import Report, Tally, divergence, section
+from sim.wire import Api
 
 _STYLE = {Drift.same: "green", Drift.compatible: "yellow", Drift.breaking: "red"}
 

@@ -9,7 +9,6 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from sim.adapters.apis import Api
 from sim.cassette.audit import audit
 from sim.cassette.conversations import Conversation, conversations
 from sim.cassette.convert import runs, scenario_data
@@ -38,6 +37,7 @@ from sim.core.untrusted import visible
 from sim.player import PlayReport, Via, play_file
 from sim.scenario.loader import load_scenario
 from sim.scenario.outline import outline
+from sim.wire import Api
 
 Paths = Annotated[
     list[Path], typer.Argument(metavar="PATHS", help="Scenario files, or folders searched recursively.")

@@ -13,7 +13,7 @@ import httpx2
 import typer
 from rich.text import Text
 
-from sim.adapters.apis import Api, connect_model
+from sim.adapters.connect import connect_model
 from sim.adapters.settings import Settings
 from sim.cassette.journal import journal_path
 from sim.cassette.recorder import record_run
@@ -29,6 +29,7 @@ from sim.core.tools import ToolRegistry
 from sim.core.transcript import event_lines
 from sim.core.untrusted import visible
 from sim.tools.shell import shell_tool
+from sim.wire import Api
 
 
 class ApproveMode(StrEnum):

@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sim.adapters.apis import Api, Codec
 from sim.cassette.reader import RecordedResponse
 from sim.core.messages import ToolCall
 from sim.core.model import ModelReply
+from sim.wire import Api, Codec
 from sim.wire import chat as chat_wire
 from sim.wire import responses as responses_wire
 

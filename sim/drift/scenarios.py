@@ -9,12 +9,12 @@ from pathlib import Path
 
 import httpx2
 
-from sim.adapters.apis import Api
 from sim.cassette.writer import HttpExchange, write_cassette
 from sim.core.errors import ScenarioError
 from sim.player import play_scenario
 from sim.scenario.loader import load_scenario
 from sim.scenario.schema import Latency, Scenario
+from sim.wire import Api
 
 
 class _Keeping(httpx2.AsyncBaseTransport):

@@ -20,7 +20,6 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from sim.adapters.apis import codec_for
 from sim.cassette.journal import Journal
 from sim.cassette.secrets import SECRET_HEADERS
 from sim.cassette.upstream import UpstreamUrl
@@ -28,6 +27,7 @@ from sim.cassette.writer import HttpExchange
 from sim.host.access_log import Answered
 from sim.host.serve import ConnectionAborted
 from sim.server.simulator import api_error
+from sim.wire import codec_for
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 # not forwarded: hop-by-hop headers, what httpx sets itself, and what the body no longer is once decoded

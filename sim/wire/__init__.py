@@ -1,2 +1,99 @@
 """Each OpenAI API sim speaks, known in one module: Chat Completions (`sim.wire.chat`) and the Responses API
-(`sim.wire.responses`), with what both share beside them."""
+(`sim.wire.responses`), with what both share beside them. This is the registry: which APIs there are
+(`Api`), which one a path is (`codec_for`), and what generic code asks an API (`Codec`: the same questions
+of each, so that no reader of recorded traffic asks which API it has)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from sim.core.errors import ConfigurationError
+from sim.core.messages import ChatMessage
+from sim.core.model import ModelReply, ToolSpec
+from sim.wire import chat, responses
+
+
+class Api(StrEnum):
+    """Which OpenAI API a client speaks."""
+
+    chat = "chat"
+    responses = "responses"
+
+    @classmethod
+    def named(cls, name: str) -> Api:
+        """The API called `name`; `ConfigurationError` naming the choices otherwise."""
+        try:
+            return cls(name.strip().lower())
+        except ValueError:
+            raise ConfigurationError(f"OPENAI_API must be chat or responses, not {name!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Codec:
+    """What generic code asks of one API: where it posts, and how its recorded bodies map to the
+    conversation. Each field is the API module's own function or constant."""
+
+    api: Api
+    endpoint: str
+    """The path it posts to, after the base URL."""
+    paths: tuple[str, ...]
+    """The paths a server of it answers."""
+    conversation: str
+    """The key of a request body's conversation list (`messages`, `input`)."""
+    history: Callable[[Mapping[str, Any]], list[ChatMessage]]
+    """A request body's conversation (pairing unchecked; `MessageContractError` when malformed)."""
+    tools: Callable[[Any], tuple[ToolSpec, ...]]
+    """A request body's `tools`."""
+    reply: Callable[[Any], ModelReply]
+    """A reply body as the loop's reply, checked."""
+    reply_from_events: Callable[[Sequence[Any]], ModelReply]
+    """A streamed reply's events as the loop's reply, checked."""
+    response_id: Callable[[Any], str | None]
+    """The id the server gave a reply body or stream (a later request may chain to it)."""
+    chained_to: Callable[[Mapping[str, Any]], str | None]
+    """The response a request continues (`previous_response_id`), if it names one."""
+    ending: Callable[[ModelReply], str]
+    """How a reply ended, in the API's words (`finish_reason: stop`, `status: incomplete (...)`)."""
+
+
+CODECS: dict[Api, Codec] = {
+    Api.chat: Codec(
+        api=Api.chat,
+        endpoint=chat.ENDPOINT,
+        paths=chat.PATHS,
+        conversation=chat.CONVERSATION,
+        history=chat.history,
+        tools=chat.tools_from_wire,
+        reply=chat.reply_from_wire,
+        reply_from_events=chat.reply_from_events,
+        response_id=chat.response_id,
+        chained_to=chat.chained_to,
+        ending=chat.ending,
+    ),
+    Api.responses: Codec(
+        api=Api.responses,
+        endpoint=responses.ENDPOINT,
+        paths=responses.PATHS,
+        conversation=responses.CONVERSATION,
+        history=responses.history,
+        tools=responses.tools_from_wire,
+        reply=responses.reply_from_wire,
+        reply_from_events=responses.reply_from_events,
+        response_id=responses.response_id,
+        chained_to=responses.chained_to,
+        ending=responses.ending,
+    ),
+}
+"""Each API's codec."""
+
+ENDPOINTS = {api: codec.endpoint for api, codec in CODECS.items()}
+"""The path each API posts to, after the base URL."""
+
+
+def codec_for(path: str) -> Codec | None:
+    """The codec of the API a request path posts to (any host's: OpenAI's, Azure's, a compatible one)."""
+    trimmed = path.rstrip("/")
+    return next((codec for codec in CODECS.values() if trimmed.endswith(codec.endpoint)), None)

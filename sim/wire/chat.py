@@ -34,6 +34,13 @@ from sim.wire.requests import (
 from sim.wire.sse import frame
 from sim.wire.tool_choice import ReplyTerms, reply_terms
 
+ENDPOINT = "/chat/completions"
+"""The path a client posts to, after the base URL."""
+PATHS: tuple[str, ...] = ("/v1/chat/completions", ENDPOINT)
+"""The paths a server answers."""
+CONVERSATION = "messages"
+"""The key of a request body's conversation list."""
+
 FINISH_REASONS: frozenset[str] = frozenset({"stop", "tool_calls", "length", "content_filter"})
 
 
@@ -334,6 +341,26 @@ def messages_from_wire(raw_messages: Any) -> list[ChatMessage]:
     return [message_from_wire(raw, f"messages[{index}]") for index, raw in enumerate(raw_messages)]
 
 
+def history(body: Mapping[str, Any]) -> list[ChatMessage]:
+    """A request body's conversation, pairing unchecked (`MessageContractError` when malformed)."""
+    return messages_from_wire(body.get(CONVERSATION))
+
+
+def chained_to(body: Mapping[str, Any]) -> str | None:
+    """Nothing: Chat Completions keeps no response a request could continue."""
+    return None
+
+
+def response_id(reply: Any) -> str | None:
+    """Nothing: no request refers to a completion by its id."""
+    return None
+
+
+def ending(reply: ModelReply) -> str:
+    """How a reply ended, in the API's words (`finish_reason: stop`)."""
+    return f"finish_reason: {reply.finish_reason}"
+
+
 def tools_from_wire(raw_tools: Any) -> tuple[ToolSpec, ...]:
     """A request's `tools` as `ToolSpec`s; `MessageContractError` when they are not function tools."""
     if raw_tools is None:
@@ -508,7 +535,7 @@ class ChatProtocol:
     """`POST /v1/chat/completions`."""
 
     name = "chat"
-    paths: tuple[str, ...] = ("/v1/chat/completions", "/chat/completions")
+    paths: tuple[str, ...] = PATHS
     closing = b"data: [DONE]\n\n"
 
     def parse(self, body: dict[str, Any], number: int) -> Asked | Refused:

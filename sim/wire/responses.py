@@ -55,6 +55,13 @@ INCOMPLETE_REASONS: dict[str, FinishReason] = {
     "content_filter": "content_filter",
 }
 """`incomplete_details.reason` as the loop's finish reason."""
+ENDPOINT = "/responses"
+"""The path a client posts to, after the base URL."""
+PATHS: tuple[str, ...] = ("/v1/responses", ENDPOINT)
+"""The paths a server answers."""
+CONVERSATION = "input"
+"""The key of a request body's conversation list."""
+
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 """What a stateless request asks `include` for, to be able to send reasoning back."""
 OUTPUT_TEXT_LOGPROBS = "message.output_text.logprobs"
@@ -425,6 +432,32 @@ def messages_from_items(items: Any) -> list[ChatMessage]:
     return messages
 
 
+def instructions_from_wire(body: Mapping[str, Any]) -> SystemMessage | None:
+    """A request's `instructions` as its system message (an empty string too: the request says it)."""
+    instructions = body.get("instructions")
+    return SystemMessage(content=instructions) if isinstance(instructions, str) else None
+
+
+def history(body: Mapping[str, Any]) -> list[ChatMessage]:
+    """A request body's conversation (`instructions`, then `input`), pairing unchecked
+    (`MessageContractError` when malformed)."""
+    system = instructions_from_wire(body)
+    said = [system] if system is not None and system.content else []
+    return [*said, *messages_from_items(body.get(CONVERSATION))]
+
+
+def chained_to(body: Mapping[str, Any]) -> str | None:
+    """The response a request continues (`previous_response_id`), if it names one."""
+    previous = body.get("previous_response_id")
+    return previous if isinstance(previous, str) else None
+
+
+def ending(reply: ModelReply) -> str:
+    """How a reply ended, in the API's words (`status: completed`, `status: incomplete (...)`)."""
+    reason = {v: k for k, v in INCOMPLETE_REASONS.items()}.get(reply.finish_reason)
+    return f"status: incomplete ({reason})" if reason else "status: completed"
+
+
 def tools_from_wire(raw_tools: Any) -> tuple[ToolSpec, ...]:
     """A request's flat function `tools`; Chat-shaped tools (`tools[0].function`) and built-in tools are
     refused as the API (or sim, which cannot run them) refuses them."""
@@ -668,7 +701,7 @@ class ResponsesProtocol:
     responses it sent with `store` not false (bounded), and the reasoning items it served, by item id."""
 
     name = "responses"
-    paths: tuple[str, ...] = ("/v1/responses", "/responses")
+    paths: tuple[str, ...] = PATHS
     closing = b""
     STORED = 10_000
     """The most reasoning items and function calls remembered (a store of responses is bounded by bytes)."""
@@ -706,7 +739,7 @@ class ResponsesProtocol:
         """`instructions` and `input` (after the stored conversation `previous_response_id` names), and
         flat `tools`; pairing is checked on the whole rebuilt conversation."""
         previous = body.get("previous_response_id")
-        new = messages_from_items(body.get("input"))
+        new = messages_from_items(body.get(CONVERSATION))
         pairing = PairingChecker()
         found = None
         if previous is not None:
@@ -720,11 +753,10 @@ class ResponsesProtocol:
             pairing.check(item)
         pairing.require_complete()
         conversation = SharedPrefix(new) if found is None else found.extended(new)
-        instructions = body.get("instructions")
+        system = instructions_from_wire(body)
         tools = tools_from_wire(body.get("tools"))
-        if not isinstance(instructions, str):
+        if system is None:
             return ModelRequest(conversation, tools)
-        system = SystemMessage(content=instructions)
         return ModelRequest(HistoryView(system, conversation.shared, len(conversation)), tools)
 
     def terms(self, body: dict[str, Any]) -> ReplyTerms:

@@ -127,7 +127,7 @@ def test_account_ids_are_secrets_too(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_openai_api_chooses_the_protocol(monkeypatch: pytest.MonkeyPatch) -> None:
-    from sim.adapters.apis import Api
+    from sim.wire import Api
 
     monkeypatch.setenv("OPENAI_BASE_URL", "http://x/v1")
     monkeypatch.setenv("OPENAI_API_KEY", KEY)

@@ -12,12 +12,12 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from sim.adapters.apis import Api
 from sim.cassette.audit import audit
 from sim.cassette.reader import read_cassette
 from sim.cli import app
 from sim.player import play_file
 from sim.scenario import load_scenario
+from sim.wire import Api
 from tests.corpus import needs_corpus, real_cassettes
 
 REAL = real_cassettes()
