@@ -8,14 +8,18 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from sim.cli import app
 from sim.core.errors import ConfigurationError
-from sim.fuzz.target import allowed, fuzz_target, load_target, target_of
+from sim.fuzz import target as target_module
+from sim.fuzz.target import TargetCampaign, TargetRun, allowed, fuzz_target, load_target, target_of
 from sim.fuzz.terms import Profile
 from tests.fuzz import targets
 
@@ -74,9 +78,7 @@ def test_a_campaign_that_tested_nothing_fails_saying_so(target: str, said: str) 
 
 def test_a_failing_run_is_saved_and_replayed_in_one_command(tmp_path: Path) -> None:
     saved = tmp_path / "failures"
-    done = fuzz(
-        "--target", "tests.fuzz.targets:drops_invalid_json", "--examples", "60", "--save", str(saved)
-    )
+    done = fuzz("--target", "tests.fuzz.targets:drops_invalid_json", "--examples", "60", "--save", str(saved))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "! pairing: request 2: invalid request: missing tool results" in done.stdout
     (file,) = saved.glob("fuzz-target-seed-0.yaml")
@@ -284,3 +286,37 @@ def test_the_worker_ends_when_sim_is_ended(signal_number: int, returncode: int) 
         sim.kill()
         for worker in filter(_alive, workers):
             os.kill(worker, 9)
+
+
+REWORDED = [
+    targets.drops_invalid_json,  # pairing: a request the API refuses
+    targets.never_stops,  # runaway: past the bound
+    targets.breaks_the_chain,  # pairing, over the Responses API
+    targets.asks_for_two_choices_later,  # not simulated: no finding
+    targets.careful,  # nothing
+]
+
+
+@pytest.mark.parametrize("loop", REWORDED, ids=[loop.__name__ for loop in REWORDED])
+def test_the_verdicts_do_not_depend_on_how_problems_are_worded(
+    loop: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def verdict(campaign: TargetCampaign) -> tuple[object, ...]:
+        invariants = sorted({violation.invariant for violation in campaign.violations})
+        return campaign.runs, campaign.requests, campaign.unsimulated, dict(campaign.raised), invariants
+
+    plain = fuzz_target(loop, examples=30, seed=0)
+    played = target_module.run_once
+
+    def reworded(*arguments: Any, **options: Any) -> TargetRun:
+        run = played(*arguments, **options)
+        run.problems = [replace(p, message="reworded", said="reworded") for p in run.problems]
+        return run
+
+    monkeypatch.setattr(target_module, "run_once", reworded)
+    again = fuzz_target(loop, examples=30, seed=0)
+    assert verdict(again) == verdict(plain)
+    if loop in (targets.drops_invalid_json, targets.never_stops):  # found from the run's problems
+        assert plain.violations and "reworded" in {violation.detail for violation in again.violations}
+    if loop is targets.asks_for_two_choices_later:
+        assert plain.unsimulated and again.unsimulated_example == "reworded"
