@@ -21,8 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from sim.cli.pages import played
-from sim.cli.terminal import write_report
+from sim.pages import played, write_page
 from sim.player import PlayReport, play_file
 from sim.scenario import scenario_files
 from sim.scenario.yaml_source import YamlLoader
@@ -64,7 +63,7 @@ def main() -> None:
             load, run, failed, reports = asyncio.run(play_all(files))
             walls.append(time.perf_counter() - started)
             started = time.perf_counter()
-            write_report(Path(temporary) / "report.html", played(reports))
+            write_page(Path(temporary) / "report.html", played(reports))
             reporting.append(time.perf_counter() - started)
             loads.append(load)
             runs.append(run)

@@ -5,25 +5,27 @@ each cassette `sim record` wrote under `--sim-cassettes=DIR` (ini `sim_cassettes
 Folders named on the command line are always collected. Folders named in the ini file are collected
 when pytest chooses what to run (no paths given) or a given path lies in them, so `pytest tests/x.py`
 stays narrow.
+
+Loading the plugin loads nothing of sim's simulator, vcrpy or the reports: each is imported when a sim
+test is collected or run, so a pytest session that uses none of sim pays only for this module.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
+import sys
 from collections.abc import Generator, Iterator
 from dataclasses import asdict, fields
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pytest
 
-from sim.cassette.replay import ReplayReport, has_sim_block, replay_file
-from sim.cassette.vcr_support import RECORD_MODES, missing_recording, missing_recording_in, sim_vcr
-from sim.cli.pages import played, replayed
-from sim.cli.terminal import write_report
-from sim.player import PlayReport, play_file
-from sim.scenario.loader import SCENARIO_SUFFIXES
+from sim.cassette.record_modes import RECORD_MODES
+
+if TYPE_CHECKING:
+    from sim.cassette.replay import ReplayReport
+    from sim.player import PlayReport
 
 _ROOTS = pytest.StashKey[tuple[Path, ...]]()
 _CASSETTE_ROOTS = pytest.StashKey[tuple[Path, ...]]()
@@ -99,12 +101,20 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
     """A YAML file under a cassette folder becomes a `CassetteFile` when it has a `sim:` block (what
     `sim record` writes; the marker's own cassettes and other YAML there are left alone), one under a
     scenario folder a `ScenarioFile`."""
+    cassette_roots = parent.config.stash.get(_CASSETTE_ROOTS, ())
+    scenario_roots = parent.config.stash.get(_ROOTS, ())
+    if not cassette_roots and not scenario_roots:
+        return None  # a session naming no folder of sim's: nothing of sim is loaded
+    from sim.scenario.loader import SCENARIO_SUFFIXES
+
     if file_path.suffix not in SCENARIO_SUFFIXES:
         return None
     parents = file_path.resolve().parents
-    if any(root in parents for root in parent.config.stash.get(_CASSETTE_ROOTS, ())):
+    if any(root in parents for root in cassette_roots):
+        from sim.cassette.replay import has_sim_block
+
         return CassetteFile.from_parent(parent, path=file_path) if has_sim_block(file_path) else None
-    if any(root in parents for root in parent.config.stash.get(_ROOTS, ())):
+    if any(root in parents for root in scenario_roots):
         return ScenarioFile.from_parent(parent, path=file_path)
     return None
 
@@ -156,6 +166,10 @@ class ScenarioItem(_FileItem):
 
     def run(self) -> PlayReport:
         """Play the file."""
+        import asyncio
+
+        from sim.player import play_file
+
         return asyncio.run(play_file(self.path))
 
 
@@ -167,6 +181,10 @@ class CassetteItem(_FileItem):
 
     def run(self) -> ReplayReport:
         """Replay the cassette."""
+        import asyncio
+
+        from sim.cassette.replay import replay_file
+
         return asyncio.run(replay_file(self.path))
 
 
@@ -201,9 +219,12 @@ def pytest_runtest_makereport(
     report = yield
     if report.when == "call":
         item.stash[_CALL_FAILED] = report.failed
-        missing = missing_recording_in(call.excinfo.value if call.excinfo else None)
-        if report.failed and missing is not None:
-            report.longrepr = missing_recording(missing)
+        if report.failed and "vcr" in sys.modules:  # only a loaded vcrpy raises vcrpy's error
+            from sim.cassette.vcr_support import missing_recording, missing_recording_in
+
+            missing = missing_recording_in(call.excinfo.value if call.excinfo else None)
+            if missing is not None:
+                report.longrepr = missing_recording(missing)
     return report
 
 
@@ -230,6 +251,10 @@ class ReportWriter:
         """Write the page, on the controller only."""
         if hasattr(session.config, "workerinput"):
             return
+        from sim.cassette.replay import ReplayReport
+        from sim.pages import played, replayed, write_page
+        from sim.player import PlayReport
+
         plays = [PlayReport(**_fields(PlayReport, run)) for run in self.runs if run["kind"] == "scenario"]
         replays = [
             ReplayReport(**_fields(ReplayReport, run)) for run in self.runs if run["kind"] == "cassette"
@@ -240,7 +265,7 @@ class ReportWriter:
         page.outcomes.update(cassettes.outcomes)
         page.error_codes.update(cassettes.error_codes)
         page.seconds += cassettes.seconds
-        write_report(self.path, page)
+        write_page(self.path, page)
 
 
 def _fields(kind: type[Any], data: dict[str, Any]) -> dict[str, Any]:
@@ -272,6 +297,8 @@ def sim_cassette(request: pytest.FixtureRequest) -> Iterator[Any]:
     mode = request.config.getoption("sim_record")
     path = cassette_path(request)
     replaying = mode == "none" or (mode == "once" and path.exists())
+    from sim.cassette.vcr_support import sim_vcr
+
     recorder = sim_vcr(mode)  # before the placeholder: the key it scrubs is the one the user set
     with (
         recorder.use_cassette(str(path), allow_playback_repeats=False) as cassette,

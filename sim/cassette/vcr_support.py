@@ -19,15 +19,9 @@ from vcr.serializers import yamlserializer
 from sim.cassette.compact import COMPACT_MARK, expand_data
 from sim.cassette.matching import canonical, describe_difference
 from sim.cassette.reader import load_data
+from sim.cassette.record_modes import RECORD_MODES
 from sim.cassette.secrets import MIN_KEY_CHARS, SECRET_HEADERS
 from sim.cassette.writer import exchanges_from_vcr, to_yaml, write_cassette
-
-RECORD_MODES = ("none", "once", "new_episodes", "all")
-"""vcrpy's record modes, as it means them: `none` replays only; `once` records a cassette that does not
-exist yet and only replays one that does; `new_episodes` replays what is recorded and records what is
-not; `all` records every request again. A cassette a recording mode writes holds exactly what the run
-sent: what it did not use is dropped (a live id changes on every recording, so a request kept from an
-earlier one would never be sent again, and the replay would fail, part of it unplayed)."""
 
 
 def canonical_body(live: Any, recorded: Any) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from importlib.metadata import version
 from typing import Annotated
 
 import typer
@@ -26,6 +25,8 @@ app = typer.Typer(
 
 def _print_version(value: bool) -> None:
     if value:
+        from importlib.metadata import version
+
         typer.echo(f"sim {version('sim')}")
         raise typer.Exit()
 

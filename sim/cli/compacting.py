@@ -10,14 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
-from sim.cassette.compact import compacted, expanded, expanded_rest
-from sim.cassette.journal import SUFFIX, same_file, write_recovered
-from sim.cassette.reader import load_data
-from sim.cassette.writer import cassette_pieces, write_pieces
 from sim.cli.terminal import err, out, usage_error
 from sim.core.errors import CassetteError
-from sim.core.transcript import counted
-from sim.scenario.user_files import refusal
 
 Cassettes = Annotated[list[Path], typer.Argument(metavar="FILES", help="Cassette files, rewritten in place.")]
 
@@ -27,6 +21,10 @@ Rewrite = Callable[[Mapping[str, Any]], tuple[Iterable[Any], dict[str, Any]]]
 
 
 def _rewrite(files: list[Path], change: Rewrite, did: str) -> None:
+    from sim.cassette.reader import load_data
+    from sim.cassette.writer import cassette_pieces, write_pieces
+    from sim.scenario.user_files import refusal
+
     failed = False
     for file in files:
         if (refused := refusal(file)) is not None:  # a FIFO, a device, a folder
@@ -54,11 +52,15 @@ def _rewrite(files: list[Path], change: Rewrite, did: str) -> None:
 
 
 def _compacting(data: Mapping[str, Any]) -> tuple[Iterable[Any], dict[str, Any]]:
+    from sim.cassette.compact import compacted
+
     rest = {key: value for key, value in data.items() if key != "interactions"}
     return compacted(data["interactions"]), {**rest, "sim": {**(data.get("sim") or {}), "compact": True}}
 
 
 def _expanding(data: Mapping[str, Any]) -> tuple[Iterable[Any], dict[str, Any]]:
+    from sim.cassette.compact import expanded, expanded_rest
+
     return expanded(data["interactions"]), expanded_rest(data)
 
 
@@ -90,6 +92,9 @@ def recover(
     stopped, then remove the journal (once the cassette is on disk; never when it would be the cassette).
     The session's `sim:` block was never written: replay the result with `sim serve`, or convert it
     (`sim convert`)."""
+    from sim.cassette.journal import SUFFIX, same_file, write_recovered
+    from sim.core.transcript import counted
+
     if not journal.is_file():
         raise usage_error(f"no such file: {journal}")
     if output is None:

@@ -3,40 +3,33 @@ asked again of a live endpoint, turn by turn, and each live reply classed agains
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import httpx2
 import typer
-import yaml
 from rich.text import Text
 
-from sim.adapters.settings import UpstreamCredentials
-from sim.cassette.reader import looks_like_cassette
-from sim.cassette.scrubbing import Scrubber
-from sim.cassette.secrets import require_scrubbable
-from sim.cassette.upstream import UpstreamUrl
-from sim.cassette.writer import write_cassette
-from sim.cli.serving import read_key
 from sim.cli.terminal import JsonFlag, ReportFile, err, out, print_json, usage_error, write_report_if_asked
 from sim.cli.verdicts import files_given
 from sim.core.errors import CassetteError, ConfigurationError, ScenarioError
-from sim.core.model import Usage
-from sim.core.transcript import counted
 from sim.core.untrusted import visible
-from sim.drift.compare import Drift, compared_json
-from sim.drift.prices import PRICES, cost
-from sim.drift.scenarios import recording_of
-from sim.drift.session import FileDrift, UpstreamConnection, drift_file, usage_sum
-from sim.reports.html import Report, Tally, divergence, section
 from sim.wire import Api
 
-_STYLE = {Drift.same: "green", Drift.compatible: "yellow", Drift.breaking: "red"}
+if TYPE_CHECKING:
+    import httpx2
+
+    from sim.cassette.scrubbing import Scrubber
+    from sim.core.model import Usage
+    from sim.drift.compare import Drift
+    from sim.drift.session import FileDrift, UpstreamConnection
+    from sim.reports.html import Report
+
+_STYLE = {"same": "green", "compatible": "yellow", "breaking": "red"}
+"""How each `Drift` is shown, by its value."""
 
 TransportFactory = Callable[[], "httpx2.AsyncBaseTransport | None"]
 transport_factory: TransportFactory = lambda: None  # noqa: E731
@@ -81,6 +74,16 @@ def drift(
 ) -> None:
     """Ask each recorded conversation again of the live API (the recorded tool results kept) and say which
     replies drifted: same, compatible (other wording, other valid arguments) or breaking (exit 1)."""
+    import asyncio
+
+    from sim.adapters.settings import UpstreamCredentials
+    from sim.cassette.scrubbing import Scrubber
+    from sim.cassette.secrets import require_scrubbable
+    from sim.cassette.upstream import UpstreamUrl
+    from sim.cli.serving import read_key
+    from sim.drift.compare import Drift
+    from sim.drift.prices import PRICES
+
     try:
         asked = UpstreamUrl.parse(upstream)  # as `sim proxy` parses it: no user or password, the query kept
     except ValueError as error:
@@ -110,6 +113,8 @@ def drift(
 
 
 def _prices(path: Path) -> dict[str, tuple[float, float]]:
+    import yaml
+
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
@@ -135,6 +140,13 @@ async def _all(
     api: Api,
     secrets: tuple[str, ...] = (),
 ) -> list[FileDrift]:
+    import asyncio
+
+    import httpx2
+
+    from sim.cassette.reader import looks_like_cassette
+    from sim.drift.session import UpstreamConnection, drift_file
+
     limit = asyncio.Semaphore(concurrency)
     timeout = httpx2.Timeout(120, connect=15)
     async with httpx2.AsyncClient(
@@ -155,6 +167,9 @@ async def _scenario(
     path: Path, upstream: UpstreamConnection, max_requests: int | None, api: Api
 ) -> FileDrift:
     """A scenario asked again as the recording it stands for (its scripted replies the recorded side)."""
+    from sim.drift.scenarios import recording_of
+    from sim.drift.session import FileDrift, drift_file
+
     with tempfile.TemporaryDirectory() as folder:
         cassette = Path(folder) / "recording.yaml"
         try:
@@ -167,6 +182,9 @@ async def _scenario(
 
 
 def _tell(result: FileDrift, scrubber: Scrubber) -> None:
+    from sim.core.transcript import counted
+    from sim.drift.compare import Drift
+
     def said(text: str) -> str:
         return visible(scrubber.text(text))
 
@@ -196,20 +214,30 @@ def _tell(result: FileDrift, scrubber: Scrubber) -> None:
 
 
 def _total(results: list[FileDrift]) -> Usage:
+    from sim.core.model import Usage
+    from sim.drift.session import usage_sum
+
     return functools.reduce(usage_sum, (result.usage for result in results), Usage())
 
 
 def _spent(results: list[FileDrift], table: dict[str, tuple[float, float]]) -> float | None:
+    from sim.drift.prices import cost
+
     costs = [cost(r.usage, r.model, table) for r in results if r.requests]
     return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
 
 
 def _counts(results: list[FileDrift]) -> dict[Drift, int]:
     """How many files drifted how far (each by its farthest turn)."""
+    from sim.drift.compare import Drift
+
     return {drift: sum(r.worst is drift for r in results) for drift in Drift}
 
 
 def _summary(results: list[FileDrift], table: dict[str, tuple[float, float]]) -> None:
+    from sim.core.transcript import counted
+    from sim.drift.compare import Drift
+
     counts = _counts(results)
     usage, spent = _total(results), _spent(results, table)
     price = f" (${spent:.4f})" if spent is not None else " (no price known for every model: see --prices)"
@@ -222,6 +250,8 @@ def _summary(results: list[FileDrift], table: dict[str, tuple[float, float]]) ->
 
 
 def _as_json(results: list[FileDrift], table: dict[str, tuple[float, float]]) -> dict[str, Any]:
+    from sim.drift.compare import compared_json
+
     files = [
         {
             "path": r.path,
@@ -303,6 +333,10 @@ def _rerecord(results: list[FileDrift], targets: dict[str, Path], secrets: tuple
     target; none for a file whose questions were not all answered (an error, no reply: that is no
     recording of the model), which is said. The files whose drift breaks the recording are listed: they
     need a real re-recording with the program. False when a cassette could not be written (one line)."""
+    from sim.cassette.writer import write_cassette
+    from sim.core.transcript import counted
+    from sim.drift.compare import Drift
+
     written = True
     for result in results:
         if result.worst is Drift.same or result.problem is not None:
@@ -337,6 +371,9 @@ def _rerecord(results: list[FileDrift], targets: dict[str, Path], secrets: tuple
 def _page(results: list[FileDrift], scrubber: Scrubber) -> Report:
     """The HTML page: each file's turns, the first drifted turn side by side; the credentials masked (the
     live replies are the upstream's words, and may say them back)."""
+    from sim.drift.compare import Drift
+    from sim.reports.html import Report, Tally, divergence, section
+
     said = scrubber.text
     page = Report("sim drift")
     counts = _counts(results)

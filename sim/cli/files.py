@@ -4,20 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.text import Text
 
-from sim.cassette.audit import audit
-from sim.cassette.conversations import Conversation, conversations
-from sim.cassette.convert import runs, scenario_data
-from sim.cassette.outline import outline as cassette_outline
-from sim.cassette.reader import looks_like_cassette, read_cassette
-from sim.cassette.replay import replay_file
-from sim.cassette.scrubbing import Scrubber
-from sim.cassette.writer import to_yaml, write_atomically
-from sim.cli.pages import checked, played, replayed, shown
 from sim.cli.terminal import (
     JsonFlag,
     PlayVia,
@@ -32,12 +23,12 @@ from sim.cli.terminal import (
 )
 from sim.cli.verdicts import each, files_given, verdicts
 from sim.core.errors import CassetteError, ScenarioError
-from sim.core.transcript import counted, turns
 from sim.core.untrusted import visible
-from sim.player import PlayReport, Via, play_file
-from sim.scenario.loader import load_scenario
-from sim.scenario.outline import outline
 from sim.wire import Api
+
+if TYPE_CHECKING:
+    from sim.cassette.conversations import Conversation
+    from sim.player import PlayReport, Via
 
 Paths = Annotated[
     list[Path], typer.Argument(metavar="PATHS", help="Scenario files, or folders searched recursively.")
@@ -60,6 +51,10 @@ def play(
     report: ReportFile = None,
 ) -> None:
     """Run scenario files through the real loop with their scripted model and world."""
+    from sim.core.transcript import turns
+    from sim.pages import played
+    from sim.player import play_file
+
     mode: Via = via.value
     if chain and api is not Api.responses:
         raise usage_error("--chain is for the Responses API (--api responses)")
@@ -80,6 +75,11 @@ def check(
     report: ReportFile = None,
 ) -> None:
     """Validate scenario files without running them; audit cassettes (secrets, pairing, errors, staleness)."""
+    from sim.cassette.audit import audit
+    from sim.cassette.reader import looks_like_cassette, read_cassette
+    from sim.pages import checked
+    from sim.scenario.loader import load_scenario
+
     results: list[dict[str, Any]] = []
     for path in files_given(paths):
         if looks_like_cassette(path):
@@ -129,6 +129,13 @@ def show(
 ) -> None:
     """Print a scenario's scripted conversation, or a cassette's recorded one, turn by turn (credentials
     masked, control characters written out)."""
+    from sim.cassette.outline import outline as cassette_outline
+    from sim.cassette.reader import looks_like_cassette, read_cassette
+    from sim.cassette.scrubbing import Scrubber
+    from sim.pages import shown
+    from sim.scenario.loader import load_scenario
+    from sim.scenario.outline import outline
+
     told = (
         open_one(file, lambda path: cassette_outline(read_cassette(path)))  # bodies are read lazily
         if looks_like_cassette(file)
@@ -151,6 +158,10 @@ def replay(
     report: ReportFile = None,
 ) -> None:
     """Replay recorded sessions offline (no key, no network, no command run); compare with the recording."""
+    from sim.cassette.replay import replay_file
+    from sim.core.transcript import counted, turns
+    from sim.pages import replayed
+
     reports = each(files_given(paths), "replaying", replay_file, as_json)
     details = [f"{r.outcome}, {turns(r.turns)}, {counted(r.interactions, 'interaction')}" for r in reports]
     with report_after(report, lambda: replayed(reports)):
@@ -166,6 +177,11 @@ def convert(
 
     Each conversation (each run of one: a scenario has one prompt) gives a file: OUTPUT, OUTPUT-2, ...
     """
+    from sim.cassette.convert import scenario_data
+    from sim.cassette.scrubbing import Scrubber
+    from sim.cassette.writer import to_yaml, write_atomically
+    from sim.core.transcript import counted
+
     found = open_one(cassette, _runs)
     if not found:
         raise usage_error(f"{cassette}: no model calls to convert")
@@ -202,6 +218,10 @@ request must not fill a disk)."""
 def _runs(cassette: Path) -> list[Conversation]:
     """The cassette's conversations cut into runs (one prompt each), those whose first request cannot be
     read told and left out (read here whole, so that an error in a lazily read body is one line)."""
+    from sim.cassette.conversations import conversations
+    from sim.cassette.convert import runs
+    from sim.cassette.reader import read_cassette
+
     found = []
     for conversation in conversations(read_cassette(cassette)):
         first = conversation.exchanges[0]

@@ -2,34 +2,29 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import httpx2
 import typer
 from rich.text import Text
 
-from sim.adapters.connect import connect_model
-from sim.adapters.settings import Settings
-from sim.cassette.journal import journal_path
-from sim.cassette.recorder import record_run
-from sim.cassette.scrubbing import Scrubber
-from sim.cassette.secrets import require_scrubbable
 from sim.cli.terminal import JsonFlag, err, out, print_json, usage_error
-from sim.core.approval import AllowAllApprover, Approver, DenyAllApprover, TerminalApprover
 from sim.core.errors import CassetteError, ConfigurationError
-from sim.core.events import RunEvent
-from sim.core.loop import DEFAULT_MAX_TURNS, AgentRunner, RunEnding
-from sim.core.messages import CHAT_MESSAGES
-from sim.core.tools import ToolRegistry
-from sim.core.transcript import event_lines
+from sim.core.limits import DEFAULT_MAX_TURNS
 from sim.core.untrusted import visible
-from sim.tools.shell import shell_tool
 from sim.wire import Api
+
+if TYPE_CHECKING:
+    import httpx2
+
+    from sim.adapters.settings import Settings
+    from sim.cassette.scrubbing import Scrubber
+    from sim.core.approval import Approver
+    from sim.core.events import RunEvent
+    from sim.core.loop import AgentRunner, RunEnding
 
 
 class ApproveMode(StrEnum):
@@ -46,6 +41,8 @@ http_client_factory: HttpClientFactory = lambda: None  # noqa: E731
 
 
 def _approver(mode: ApproveMode) -> Approver:
+    from sim.core.approval import AllowAllApprover, DenyAllApprover, TerminalApprover
+
     if mode is ApproveMode.always:
         return AllowAllApprover()
     if mode is ApproveMode.never:
@@ -79,6 +76,10 @@ def run(
     as_json: JsonFlag = False,
 ) -> None:
     """Run the agent loop live against OPENAI_BASE_URL / OPENAI_API_KEY / OPENAI_MODEL (env or .env)."""
+    import asyncio
+
+    from sim.cassette.scrubbing import Scrubber
+
     live = Live(max_turns, workspace, approve, stream, max_completion_tokens, api, chain, as_json)
     settings, runner = _live_runner(live)
     _report(runner, asyncio.run(runner.run_to_end(prompt)), as_json, Scrubber(settings.secrets))
@@ -101,6 +102,11 @@ def record(
     as_json: JsonFlag = False,
 ) -> None:
     """Run the loop live, as `sim run` does, and record the whole session into FILE."""
+    from sim.cassette.journal import journal_path
+    from sim.cassette.recorder import record_run
+    from sim.cassette.scrubbing import Scrubber
+    from sim.cassette.secrets import require_scrubbable
+
     if cassette.exists() and not force:
         raise usage_error(f"cassette exists: {cassette} (use --force to overwrite it)")
     live = Live(max_turns, workspace, approve, stream, max_completion_tokens, api, chain, as_json)
@@ -119,7 +125,7 @@ def record(
             api=live.api or settings.api,
             chain=chain,
             stream=stream,
-            max_completion_tokens=max_completion_tokens,
+            max_tokens=max_completion_tokens,
             secrets=settings.secrets,
             compact=compact,
             force=force,
@@ -153,6 +159,12 @@ class Live:
 
 def _live_runner(live: Live) -> tuple[Settings, AgentRunner]:
     """The settings and a runner with the shell tool against the configured endpoint; exit 2 when unusable."""
+    from sim.adapters.connect import connect_model
+    from sim.adapters.settings import Settings
+    from sim.core.loop import AgentRunner
+    from sim.core.tools import ToolRegistry
+    from sim.tools.shell import shell_tool
+
     try:
         settings = Settings.load()
         model = connect_model(
@@ -191,12 +203,16 @@ def _style(line: str) -> str:
 
 
 def _print_event(event: RunEvent) -> None:
+    from sim.core.transcript import event_lines
+
     for line in event_lines(event):
         out.print(Text(line, style=_style(line)))
 
 
 def _report(runner: AgentRunner, ending: RunEnding, as_json: bool, scrubber: Scrubber) -> None:
     """Print how a live run ended, and exit 1 when it failed; no key is ever shown, whatever the error."""
+    from sim.core.messages import CHAT_MESSAGES
+
     error, final_text = ending.error, ending.final_text
     if as_json:
         report: dict[str, Any] = {

@@ -1,5 +1,8 @@
 """What the `sim` commands share on the terminal: the two consoles, the common options, one-line usage errors
-(exit 2), reading the one file a command takes, and writing the HTML report asked for."""
+(exit 2), reading the one file a command takes, and writing the HTML report asked for.
+
+Every `sim` command loads this module at start (its options are declared with it), so it imports only what
+each needs; the reports and the rest of sim are loaded when used."""
 
 from __future__ import annotations
 
@@ -8,19 +11,18 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.highlighter import JSONHighlighter
 from rich.text import Text
 from typer.core import TyperArgument, TyperOption
 
-from sim.cassette.writer import write_atomically
 from sim.core.errors import AgentError
 from sim.core.untrusted import json_text, visible
-from sim.reports.html import Report, render
-from sim.scenario.user_files import refusal
+
+if TYPE_CHECKING:
+    from sim.reports.html import Report
 
 _Read = TypeVar("_Read")
 
@@ -80,14 +82,11 @@ def print_json(data: Any) -> None:
     own: a 10,000-turn history took 500 MB)."""
     text = json_text(data, indent=2)
     if out.is_terminal:
+        from rich.highlighter import JSONHighlighter
+
         out.print(JSONHighlighter()(Text(text)), soft_wrap=True)
     else:
         out.file.write(text + "\n")
-
-
-def write_report(path: Path, report: Report) -> None:
-    """Write the page atomically (a half-written page is never left behind)."""
-    write_atomically(path, render(report))
 
 
 def write_report_if_asked(path: Path | None, page: Callable[[], Report]) -> None:
@@ -95,8 +94,10 @@ def write_report_if_asked(path: Path | None, page: Callable[[], Report]) -> None
     folder of that name, a full disk), one line saying so, and exit 2."""
     if path is None:
         return
+    from sim.pages import write_page
+
     try:
-        write_report(path, page())
+        write_page(path, page())
     except OSError as error:
         why = error.strerror or type(error).__name__
         raise usage_error(f"cannot write the report {path}: {why}") from None
@@ -124,6 +125,8 @@ def usage_error(message: str) -> typer.Exit:
 def open_one(file: Path, read: Callable[[Path], _Read]) -> _Read:
     """One file read by `read`, or exit: 2 when there is no such file (or no regular file), 1 when it cannot
     be read."""
+    from sim.scenario.user_files import refusal
+
     if file.is_dir():
         raise usage_error(f"{file} is a folder: this command takes one file")
     if (refused := refusal(file)) is not None:  # a FIFO, a device

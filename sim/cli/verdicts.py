@@ -3,20 +3,16 @@ turn (with a progress bar when there are many), and a PASS or FAIL per file with
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar
 
 import typer
-from rich.progress import Progress
 from rich.text import Text
 
 from sim.cli.terminal import err, out, print_json, usage_error
 from sim.core.untrusted import visible
-from sim.scenario.loader import scenario_files
-from sim.scenario.user_files import refusal
 
 PROGRESS_FROM_FILES = 20
 
@@ -24,6 +20,9 @@ PROGRESS_FROM_FILES = 20
 def files_given(paths: list[Path]) -> list[Path]:
     """The YAML files `paths` name or hold (what is no regular file in a folder left out); a usage error for
     a path that does not exist or is no regular file or folder, or when none is found."""
+    from sim.scenario.loader import scenario_files
+    from sim.scenario.user_files import refusal
+
     for path in paths:
         if not path.exists():
             raise usage_error(f"no such file or folder: {path}")
@@ -57,6 +56,9 @@ def each(
     files: list[Path], label: str, work: Callable[[Path], Awaitable[_Done]], as_json: bool
 ) -> list[_Done]:
     """`work` on each file in turn, with a progress bar on a terminal when there are many."""
+    import asyncio
+
+    from rich.progress import Progress
 
     async def all_of_them() -> list[_Done]:
         quiet = as_json or len(files) < PROGRESS_FROM_FILES or not err.is_terminal

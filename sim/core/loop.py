@@ -26,6 +26,7 @@ from sim.core.events import (
     ToolCallPrepared,
     TurnStarted,
 )
+from sim.core.limits import DEFAULT_MAX_TURNS
 from sim.core.messages import (
     ChatMessage,
     HistoryView,
@@ -42,7 +43,6 @@ from sim.core.tools import ToolRegistry, ToolResult, ToolSnapshot
 DEFAULT_SYSTEM_PROMPT = (
     "You are a coding agent. Use tools when needed, inspect their results, and answer accurately."
 )
-DEFAULT_MAX_TURNS = 20
 APPROVAL_FAILED_CLOSED = "Tool approval failed closed"
 
 _Fields = ParamSpec("_Fields")

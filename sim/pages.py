@@ -1,20 +1,23 @@
-"""Each command's results as a report page: scenarios played, cassettes replayed, files checked, a fuzz
-campaign, a file shown."""
+"""Each command's results as a report page (the plain data `sim.reports.html` renders): scenarios played,
+cassettes replayed, files checked, a fuzz campaign, a file shown. The command line and the pytest plugin
+build their pages here."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from sim.cassette.replay import ReplayReport
+from sim.cassette.writer import write_atomically
 from sim.core.transcript import counted, turns
-from sim.player import PlayReport
-from sim.reports.html import Report, Tally, divergence, section
-from sim.fuzz.campaign import FuzzReport
-from sim.fuzz.strategies import script_shape
-from sim.fuzz.target import TargetCampaign
-from sim.fuzz.target import describe as describe_reply
+from sim.reports.html import Report, Tally, divergence, render, section
+
+if TYPE_CHECKING:
+    from sim.cassette.replay import ReplayReport
+    from sim.fuzz.campaign import FuzzReport
+    from sim.fuzz.target import TargetCampaign
+    from sim.player import PlayReport
 
 
 def played(reports: Sequence[PlayReport], title: str = "sim play") -> Report:
@@ -51,6 +54,8 @@ def checked(results: Sequence[dict[str, Any]]) -> Report:
 
 def fuzzed(report: FuzzReport, target: str | None) -> Report:
     """A campaign: its tally, and the smallest failing script with what it broke and how to run it again."""
+    from sim.fuzz.strategies import script_shape  # hypothesis: loaded for a fuzz page only
+
     page = Report(f"sim fuzz --target {target}" if target else "sim fuzz-loop")
     page.outcomes.update(report.outcomes)
     page.error_codes.update(report.error_codes)
@@ -73,6 +78,8 @@ def fuzzed(report: FuzzReport, target: str | None) -> Report:
 def fuzzed_target(campaign: TargetCampaign) -> Report:
     """A campaign against someone's loop: its tally, what the target raised, and the smallest failing run
     with what it found and how to replay it."""
+    from sim.fuzz.target import describe as describe_reply  # hypothesis: loaded for a fuzz page only
+
     page = Report(f"sim fuzz --target {campaign.target} ({campaign.profile} profile)")
     vacuous = None if campaign.violations else campaign.vacuous()
     found = len(campaign.violations)
@@ -100,7 +107,7 @@ def fuzzed_target(campaign: TargetCampaign) -> Report:
         return page
     again = f"sim fuzz --target {campaign.target} --replay {campaign.saved}"
     page.notes.append(f"smallest failing run: {campaign.saved}; to reproduce it: {again}")
-    script = [f"request {number}: {describe_reply(spec)}" for number, spec in failure.simulator.served]
+    script = [f"request {number}: {describe_reply(spec)}" for number, spec in failure.served]
     broken = tuple(str(violation) for violation in campaign.violations)
     page.sections.append(section(str(campaign.saved or "failing run"), False, "failing run", broken, script))
     return page
@@ -122,3 +129,8 @@ def shown(path: str, lines: Sequence[str]) -> Report:
         headline = f"{lines[start]}: {turns(count)}"
         page.add(replace(section(path, True, headline, (), told), opened=True))
     return page
+
+
+def write_page(path: Path, report: Report) -> None:
+    """Write the report's page at `path` atomically (a half-written page is never left behind)."""
+    write_atomically(path, render(report))
