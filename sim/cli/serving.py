@@ -16,6 +16,7 @@ import typer
 from sim.adapters.settings import UpstreamCredentials
 from sim.cassette.journal import Journal
 from sim.cassette.reader import looks_like_cassette, read_cassette
+from sim.cassette.recording_answerer import RecordingAnswerer, base_path, recording_host
 from sim.cassette.scrubbing import Scrubber
 from sim.cassette.secrets import require_scrubbable
 from sim.cli.terminal import err, open_one, usage_error
@@ -26,7 +27,6 @@ from sim.host.access_log import AccessLog
 from sim.host.serve import AppServer, CommandNotFound, base_url, listen
 from sim.scenario.loader import load_scenario
 from sim.scenario.schema import MAX_LATENCY
-from sim.server.cassette_server import CassetteServer
 from sim.server.proxy import STOP_GRACE, UPSTREAM_TIMEOUT, RecordingProxy, Upstream
 from sim.server.simulator import scenario_host
 from sim.wire.response_store import STORE_LIMIT_BYTES
@@ -168,23 +168,23 @@ def _serve_cassette(file: Path, host: str, port: int, grace: float | None, log: 
         err.print(f"{file}: no interactions to serve", markup=False)
         raise typer.Exit(1)
     server = _listening(host, port)
-    served = CassetteServer(
-        cassette,
+    answerer = RecordingAnswerer(cassette.interactions, repeat=not once)
+    served = recording_host(
+        answerer,
         on_finished=partial(_stop_after, server, grace) if grace is not None else None,
-        repeat=not once,
+        on_answered=log,
     )
-    served.on_answered = log
     server.server.config.app = served.app
 
     def ready() -> None:
-        print(f"OPENAI_BASE_URL={base_url(server.sock, served.base_path)}", flush=True)
+        print(f"OPENAI_BASE_URL={base_url(server.sock, base_path(cassette.interactions))}", flush=True)
         count = counted(len(cassette.interactions), "interaction")
         err.print(f"serving cassette {file} ({count}); Ctrl-C stops", markup=False)
 
     server.run(on_ready=ready)
-    problems = served.problems() + (served.unplayed() if once else [])
-    played = f"{len(served.answers.played)} of {len(cassette.interactions)} interactions played"
-    _tell(problems, served.received, served.received_by, played)
+    problems = [problem.message for problem in answerer.problems] + (answerer.unplayed() if once else [])
+    played = f"{len(answerer.answers.played)} of {len(cassette.interactions)} interactions played"
+    _tell(problems, served.received, answerer.answered_by, played)
     if problems:
         raise typer.Exit(1)
 

@@ -20,11 +20,11 @@ from typer.testing import CliRunner
 from sim.cassette import compact, replay
 from sim.cassette.compact import compact_data, expand_data
 from sim.cassette.reader import load_data, read_cassette
+from sim.cassette.recording_answerer import RecordingAnswerer, recording_host
 from sim.cassette.replay import replay_cassette
 from sim.cassette.writer import to_yaml
 from sim.cli import app, files
 from sim.core.errors import CassetteError
-from sim.server.cassette_server import CassetteServer
 from tests.corpus import needs_corpus, real_cassettes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -75,7 +75,7 @@ def test_every_real_cassette_rebuilds_each_body_and_expands_to_the_same_data(
 
 async def _serves_its_recording(path: Path) -> None:
     cassette = read_cassette(path)
-    server = CassetteServer(cassette)
+    server = recording_host(RecordingAnswerer(cassette.interactions))
     async with httpx2.AsyncClient(
         transport=httpx2.ASGITransport(app=server.app), base_url="http://sim"
     ) as client:
@@ -86,7 +86,7 @@ async def _serves_its_recording(path: Path) -> None:
                 interaction.response.status,
                 interaction.response.body,
             )
-    assert server.consumed and not server.problems()
+    assert server.answerer.consumed and not server.answerer.problems
 
 
 def _conversation(*bodies: dict[str, Any]) -> dict[str, Any]:

@@ -14,12 +14,12 @@ import yaml
 from typer.testing import CliRunner
 
 from sim.cassette.reader import read_cassette
+from sim.cassette.recording_answerer import RecordingAnswerer, recording_host
 from sim.cli import app, drifting, serving
 from sim.core.untrusted import visible
 from sim.host.access_log import AccessLog
 from sim.scenario.schema import Scenario
 from sim.server import scenario_host
-from sim.server.cassette_server import CassetteServer
 from tests.scripts import chat_cassette
 from tests.server.test_access_log import post
 
@@ -58,14 +58,14 @@ def test_show_and_its_page_write_out_a_tool_name(tmp_path: Path) -> None:
 def test_serve_cassettes_summary_and_json_log_write_out_the_clients_text(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    served = CassetteServer(read_cassette(ROOT / "cassettes" / "echo-42.yaml"))
     logged: list[str] = []
-    served.on_answered = AccessLog(logged.append, as_json=True)
+    answerer = RecordingAnswerer(read_cassette(ROOT / "cassettes" / "echo-42.yaml").interactions)
+    served = recording_host(answerer, on_answered=AccessLog(logged.append, as_json=True))
     asked = {"model": "m", "messages": [{"role": "user", "content": f"run {NAME}"}]}
     assert post(served.app, "/v1/chat/completions", asked).status_code == 400
-    problems = served.problems()
+    problems = [problem.message for problem in answerer.problems]
     assert any("\u202e" in problem for problem in problems)  # the client's text, as the server has it
-    serving._tell(problems, served.received, served.received_by, "0 interactions played")
+    serving._tell(problems, served.received, answerer.answered_by, "0 interactions played")
     summary = capsys.readouterr().err
     assert raw_in(summary, allowed="\n") == [] and visible("\u202e") in summary
     assert len(summary.splitlines()) == len(problems) + 1

@@ -19,6 +19,7 @@ from sim.cassette.compact import compact_data
 from sim.cassette.conversations import conversations
 from sim.cassette.convert import runs, scenario_data
 from sim.cassette.reader import load_data, read_cassette
+from sim.cassette.recording_answerer import RecordingAnswerer, base_path, recording_host
 from sim.cassette.writer import to_yaml
 from sim.drift import session
 from sim.drift.compare import Drift
@@ -27,7 +28,6 @@ from sim.host.app import Host
 from sim.scenario.answerer import ScriptAnswerer
 from sim.scenario.schema import Scenario
 from sim.server import scenario_host
-from sim.server.cassette_server import CassetteServer
 from tests.corpus import needs_corpus, real_cassettes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -193,9 +193,9 @@ def test_a_real_recording_asked_of_a_model_that_answers_as_recorded_is_the_same(
         result, simulator = asked(cassette, scenario)
         assert simulator.answerer.problems == []
     else:
-        served = CassetteServer(read_cassette(cassette))
-        result = asked_of(cassette, served.app, served.base_path)
-        assert served.problems() == []
+        recording = RecordingAnswerer(read_cassette(cassette).interactions, repeat=True)
+        result = asked_of(cassette, recording_host(recording).app, base_path(recording.interactions))
+        assert recording.problems == []
     assert result.worst is Drift.same, turns(result)
     asked_turns = sum(len(c.turns) for c in result.conversations)
     assert asked_turns == result.requests and (asked_turns > 0 or result.conversations[0].stopped)

@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx2
 
 from sim.cassette.reader import read_cassette
+from sim.cassette.recording_answerer import RecordingAnswerer, recording_host
 from sim.host.access_log import AccessLog, Answered
-from sim.server.cassette_server import CassetteServer
 from tests.server.in_process import simulator
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,9 +73,8 @@ def test_the_simulator_tells_what_each_request_got(tmp_path: Path) -> None:
 
 def test_the_cassette_server_tells_what_each_request_matched() -> None:
     cassette = read_cassette(ROOT / "cassettes" / "echo-42.yaml")
-    served = CassetteServer(cassette)
     told: list[Answered] = []
-    served.on_answered = told.append
+    served = recording_host(RecordingAnswerer(cassette.interactions), on_answered=told.append)
     post(served.app, "/v1/chat/completions", json.loads(cassette.interactions[0].request.body or b"{}"))
     post(
         served.app, "/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "other"}]}

@@ -1,5 +1,6 @@
-"""`sim serve CASSETTE` in process (its real Starlette app over `httpx2.ASGITransport`): every bundled and
-real cassette answers its own recorded requests, in recorded order, byte for byte; `--once` as a process."""
+"""`sim serve CASSETTE` in process (the host's app over a `RecordingAnswerer`, through
+`httpx2.ASGITransport`): every bundled and real cassette answers its own recorded requests, in recorded
+order, byte for byte; `--once` as a process."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import openai
@@ -16,10 +18,11 @@ import pytest
 import yaml
 
 from sim.cassette import compact
-from sim.cassette.reader import read_cassette
+from sim.cassette.reader import Cassette, read_cassette
+from sim.cassette.recording_answerer import RecordingAnswerer, recording_host
 from sim.cassette.writer import to_yaml
 from sim.host.access_log import Answered
-from sim.server.cassette_server import CassetteServer
+from sim.host.app import Host
 from tests.cassette.test_compact import many_references
 from tests.corpus import needs_corpus, real_cassettes
 from tests.server.processes import ROOT, SIM, served
@@ -27,9 +30,19 @@ from tests.server.processes import ROOT, SIM, served
 BUNDLED = sorted((ROOT / "cassettes").rglob("*.yaml"))
 
 
+def hosting(cassette: Cassette, *, repeat: bool = True, **options: Any) -> Host[RecordingAnswerer]:
+    """The host `sim serve CASSETTE` serves `cassette` with (a program run again is answered again)."""
+    return recording_host(RecordingAnswerer(cassette.interactions, repeat=repeat), **options)
+
+
+def problems(server: Host[RecordingAnswerer]) -> list[str]:
+    """What each problem of the served recording says to people."""
+    return [problem.message for problem in server.answerer.problems]
+
+
 async def answers_its_recording(path: Path) -> None:
     cassette = read_cassette(path)
-    server = CassetteServer(cassette)
+    server = hosting(cassette)
     transport = httpx2.ASGITransport(app=server.app)
     async with httpx2.AsyncClient(transport=transport, base_url="http://sim") as client:
         for interaction in cassette.interactions:
@@ -37,7 +50,7 @@ async def answers_its_recording(path: Path) -> None:
             response = await client.request(request.method, request.path, content=request.body or b"")
             assert response.status_code == interaction.response.status, (path.name, interaction.index)
             assert response.content == interaction.response.body, (path.name, interaction.index)
-    assert server.consumed and not server.problems()
+    assert server.answerer.consumed and not problems(server)
 
 
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: str(p.relative_to(ROOT)))
@@ -59,16 +72,16 @@ def test_concurrent_identical_requests_each_get_their_own_recorded_answer() -> N
     first = cassette.interactions[0]
     doubled = type(cassette)(cassette.path, (first, type(first)(1, first.request, first.response)))
     for repeat, statuses in ((False, [200, 200, 400]), (True, [200, 200, 200])):
-        server = CassetteServer(doubled, repeat=repeat)
+        server = hosting(doubled, repeat=repeat)
 
-        async def ask_three_times(server: CassetteServer = server) -> list[int]:
+        async def ask_three_times(server: Host[RecordingAnswerer] = server) -> list[int]:
             transport = httpx2.ASGITransport(app=server.app)
             async with httpx2.AsyncClient(transport=transport, base_url="http://sim") as client:
                 asked = [client.post(first.request.path, content=first.request.body or b"") for _ in range(3)]
                 return [response.status_code for response in await asyncio.gather(*asked)]
 
         assert sorted(asyncio.run(ask_three_times())) == statuses
-        assert server.consumed
+        assert server.answerer.consumed
 
 
 def recorded_error(tmp_path: Path) -> Path:
@@ -101,7 +114,7 @@ def recorded_error(tmp_path: Path) -> Path:
 
 
 def test_recorded_headers_are_served_so_a_recorded_500_is_not_retried(tmp_path: Path) -> None:
-    server = CassetteServer(read_cassette(recorded_error(tmp_path)))
+    server = hosting(read_cassette(recorded_error(tmp_path)))
 
     async def ask() -> tuple[openai.InternalServerError, httpx2.Response]:
         http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=server.app))
@@ -122,7 +135,7 @@ def test_recorded_headers_are_served_so_a_recorded_500_is_not_retried(tmp_path: 
 
 def test_a_program_run_again_against_a_served_cassette_is_answered_again() -> None:
     cassette = read_cassette(ROOT / "cassettes" / "echo-42.yaml")
-    server = CassetteServer(cassette)
+    server = hosting(cassette)
 
     async def run_twice() -> None:
         transport = httpx2.ASGITransport(app=server.app)
@@ -138,7 +151,7 @@ def test_a_program_run_again_against_a_served_cassette_is_answered_again() -> No
             assert "messages[1].content" in miss.json()["error"]["message"]
 
     asyncio.run(run_twice())
-    assert server.answers.rounds == 2
+    assert server.answerer.answers.rounds == 2
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="uses POSIX signals")
@@ -157,9 +170,8 @@ def test_interactions_are_counted_from_1_as_the_requests_and_the_simulators_repl
     """The second recorded interaction is interaction 2 in the access log and in the unplayed list, as the
     request that asks for it is request 1 and the turn a miss names is turn 2."""
     cassette = read_cassette(ROOT / "cassettes" / "echo-42.yaml")
-    server = CassetteServer(cassette)
     told: list[Answered] = []
-    server.on_answered = told.append
+    server = hosting(cassette, on_answered=told.append)
     second = cassette.interactions[1].request
 
     async def ask() -> None:
@@ -173,7 +185,7 @@ def test_interactions_are_counted_from_1_as_the_requests_and_the_simulators_repl
     assert [(t.number, t.said) for t in told[:1]] == [(1, f"interaction 2 of {count} (a body)")]
     assert told[1].said.startswith("sim_replay_mismatch: turn 2: ")
     first = cassette.interactions[0].request.path
-    assert server.unplayed() == [f"interaction 1 never requested: POST {first}"]
+    assert server.answerer.unplayed() == [f"interaction 1 never requested: POST {first}"]
 
 
 def test_a_cassette_with_cycle_or_nothing_to_serve_is_refused(tmp_path: Path) -> None:
@@ -197,7 +209,7 @@ def test_a_file_whose_compact_bodies_rebuild_past_its_limit_is_a_500_in_the_apis
     path = tmp_path / "references.yaml"
     path.write_text(to_yaml(many_references(100, 1024 * 1024, appended=False)))
     cassette = read_cassette(path)
-    server = CassetteServer(cassette)
+    server = hosting(cassette)
 
     async def ask() -> list[httpx2.Response]:
         transport = httpx2.ASGITransport(app=server.app)
@@ -214,6 +226,6 @@ def test_a_file_whose_compact_bodies_rebuild_past_its_limit_is_a_500_in_the_apis
     assert refused.status_code == 500
     assert refused.json()["error"]["code"] == "sim_cassette_unreadable"
     assert "rebuild to more than 64 MiB in all" in refused.json()["error"]["message"]
-    assert server.problems() == [
+    assert problems(server) == [
         f"{path}: interaction 64: the compact request bodies rebuild to more than 64 MiB in all"
     ]

@@ -136,7 +136,7 @@ def test_bodies_that_are_not_text_are_kept_as_they_came_and_lose_nothing_else(tm
     import os
 
     from sim.cassette.reader import read_cassette
-    from sim.server.cassette_server import CassetteServer
+    from sim.cassette.recording_answerer import RecordingAnswerer, recording_host
 
     audio = b"\x1f\x8b" + os.urandom(1022)  # gzip's magic bytes, but not gzip
     image = b"\x89PNG\r\n\x1a\n" + os.urandom(500) + f" {KEY} ".encode() + os.urandom(100)
@@ -161,7 +161,8 @@ def test_bodies_that_are_not_text_are_kept_as_they_came_and_lose_nothing_else(tm
     asyncio.run(through(proxy.app, paths))
     assert proxy.finish() == 4  # nothing lost
     assert KEY not in cassette.read_text()
-    served = asyncio.run(through(CassetteServer(read_cassette(cassette)).app, paths))
+    played = RecordingAnswerer(read_cassette(cassette).interactions, repeat=True)
+    served = asyncio.run(through(recording_host(played).app, paths))
     assert [r.status_code for r in served] == [200] * 4
     assert served[1].content == audio and len(served[1].content) == 1024
     assert served[2].content == image.replace(KEY.encode(), b"*" * len(KEY))
