@@ -1,10 +1,11 @@
 """Hostile files through every command that reads them: a clear one-line error (or finding), bounded time
-and memory, never a traceback or a hang. A file that could take memory (a bomb) or the stack (deep
-nesting) is read by a real process with a memory cap, so a regression fails here instead of taking the
-machine; the others are read in this process, as the command runs there too."""
+and memory, never a traceback or a hang. Each case runs the command in this process (typer's `CliRunner`);
+one file that could take memory, the stack or a blocked read is read again by a real `sim` process per
+command, under a memory cap, to show the process ends the same way."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -12,8 +13,9 @@ import subprocess
 import sys
 import traceback
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -25,6 +27,7 @@ from tests.hangs import within
 ROOT = Path(__file__).resolve().parents[1]
 SIM = [sys.executable, "-m", "sim.cli"]
 MEMORY_CAP = 1536 * 1024 * 1024
+API_KEY = "sk-hostile-files-test"
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="caps memory with POSIX rlimits")
 
@@ -34,6 +37,7 @@ def _capped() -> None:
 
 
 def sim(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """`sim ARGS` in a real process of its own, its address space capped and its time bounded."""
     return subprocess.run(
         [*SIM, *map(str, args)],
         capture_output=True,
@@ -41,18 +45,53 @@ def sim(*args: str | Path) -> subprocess.CompletedProcess[str]:
         timeout=60,
         check=False,
         preexec_fn=_capped,
+        env={**os.environ, "OPENAI_API_KEY": API_KEY},
     )
 
 
 def in_process(*args: str | Path) -> subprocess.CompletedProcess[str]:
     """`sim ARGS` run in this process, told as a process would end: its exit code, what it printed and any
-    traceback that escaped (for files that cannot take the memory or the stack a capped process guards)."""
+    traceback that escaped."""
     argv = [str(arg) for arg in args]
-    result = CliRunner().invoke(app, argv, env={"OPENAI_API_KEY": "sk-hostile-files-test"})
+    result = CliRunner().invoke(app, argv, env={"OPENAI_API_KEY": API_KEY})
     stderr = result.stderr
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         stderr += "".join(traceback.format_exception(result.exception))
     return subprocess.CompletedProcess(argv, result.exit_code, result.stdout, stderr)
+
+
+def _address_space() -> int | None:
+    """Bytes of address space this process holds now, where the system says (Linux)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * resource.getpagesize()
+
+
+@contextlib.contextmanager
+def memory_capped() -> Iterator[None]:
+    """This process may take `MEMORY_CAP` more address space while the block runs: a file that would take
+    the machine's memory fails the test with a `MemoryError` instead (the soft limit is raised back after)."""
+    in_use = _address_space()
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if in_use is None:
+        yield
+        return
+    cap = in_use + MEMORY_CAP
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def guarded(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """`sim ARGS` in this process, under the memory cap and a time limit (a hang is a failure)."""
+    with within(60, "sim " + " ".join(map(str, args))), memory_capped():
+        return in_process(*args)
 
 
 def laughs(depth: int = 12) -> str:
@@ -103,27 +142,21 @@ def about_cassette(command: str, *expected: str) -> tuple[str, ...]:
 
 
 def run(
-    command: str, path: Path, how: Callable[..., subprocess.CompletedProcess[str]] | None = None
+    command: str, path: Path, how: Callable[..., subprocess.CompletedProcess[str]] = guarded
 ) -> subprocess.CompletedProcess[str]:
-    """`sim COMMAND PATH` in a capped process of its own, or `how` (`in_process`) for files that cannot
-    take the memory or the stack the cap guards."""
-    how = how or sim
+    """`sim COMMAND PATH`, in this process under the memory cap unless `how` says otherwise."""
     if command == "convert":
         return how("convert", path, "-o", path.with_name("out.yaml"), "--force")
     return how(command, path)
 
 
-@pytest.mark.parametrize("command", COMMANDS)
-def test_an_alias_bomb_in_a_scenario_is_refused(tmp_path: Path, command: str) -> None:
+def scenario_bomb(tmp_path: Path) -> Path:
     path = tmp_path / "laughs.yaml"
     path.write_text(laughs() + "prompt: p\nreplies: [{content: ok}]\n")
-    if command in ("show", "check", "play"):
-        one_clear_line(run(command, path), path, "aliases expand to")
+    return path
 
 
-@pytest.mark.parametrize("command", COMMANDS)
-@pytest.mark.parametrize("where", ["body", "header"])
-def test_an_alias_bomb_in_a_cassette_is_refused(tmp_path: Path, command: str, where: str) -> None:
+def cassette_bomb(tmp_path: Path, where: str) -> Path:
     header = "*l11" if where == "header" else "[a]"
     body = "*l11" if where == "body" else json.dumps(json.dumps(USER))
     path = tmp_path / "cassette.yaml"
@@ -134,17 +167,16 @@ def test_an_alias_bomb_in_a_cassette_is_refused(tmp_path: Path, command: str, wh
         + "  response:\n    status: {code: 200, message: OK}\n    headers: {}\n"
         + f"    body: {{string: {json.dumps(json.dumps(REPLY))}}}\nversion: 1\n"
     )
-    one_clear_line(run(command, path), path, "aliases expand to")
+    return path
 
 
-def test_a_recursive_alias_is_refused(tmp_path: Path) -> None:
+def recursive_alias(tmp_path: Path) -> Path:
     path = tmp_path / "loop.yaml"
     path.write_text("a: &a [*a]\nprompt: p\nreplies: [{content: ok}]\n")
-    one_clear_line(sim("check", path), path, "recursive alias")
+    return path
 
 
-@pytest.mark.parametrize("command", COMMANDS)
-def test_a_gzip_bomb_names_the_interaction(tmp_path: Path, command: str) -> None:
+def gzip_bomb(tmp_path: Path) -> Path:
     packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
     zeros = b"\0" * (1024 * 1024)
     packed = b"".join(packer.compress(zeros) for _ in range(80)) + packer.flush()  # 80 MiB of zeros
@@ -152,14 +184,55 @@ def test_a_gzip_bomb_names_the_interaction(tmp_path: Path, command: str) -> None
     data["interactions"][0]["response"]["body"]["string"] = packed
     path = tmp_path / "gzip.yaml"
     path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def deep_scenario(tmp_path: Path) -> Path:
+    path = tmp_path / "deep.yaml"
+    path.write_text("prompt: p\nreplies: [{content: ok}]\nx: " + "[" * 500 + "]" * 500 + "\n")
+    return path
+
+
+def deep_parsed_body(tmp_path: Path) -> Path:
+    path = tmp_path / "deep.yaml"
+    request = (
+        "- request:\n    method: POST\n    uri: https://api.openai.com/v1/chat/completions\n"
+        "    body:\n      parsed_body:\n        messages:\n        - " + "- " * 990 + "x\n"
+    )
+    response = "  response:\n    status: {code: 200, message: OK}\n    body: {string: '{}'}\n"
+    path.write_text(f"interactions:\n{request}{response}version: 1\n")
+    return path
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_an_alias_bomb_in_a_scenario_is_refused(tmp_path: Path, command: str) -> None:
+    path = scenario_bomb(tmp_path)
+    if command in ("show", "check", "play"):
+        one_clear_line(run(command, path), path, "aliases expand to")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("where", ["body", "header"])
+def test_an_alias_bomb_in_a_cassette_is_refused(tmp_path: Path, command: str, where: str) -> None:
+    path = cassette_bomb(tmp_path, where)
+    one_clear_line(run(command, path), path, "aliases expand to")
+
+
+def test_a_recursive_alias_is_refused(tmp_path: Path) -> None:
+    path = recursive_alias(tmp_path)
+    one_clear_line(guarded("check", path), path, "recursive alias")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_gzip_bomb_names_the_interaction(tmp_path: Path, command: str) -> None:
+    path = gzip_bomb(tmp_path)
     expected = about_cassette(command, "interaction 0", "decompresses to more than 64 MiB")
     one_clear_line(run(command, path), path, *expected)
 
 
 @pytest.mark.parametrize("command", ["show", "check", "play"])
 def test_a_scenario_nested_500_deep_is_refused(tmp_path: Path, command: str) -> None:
-    path = tmp_path / "deep.yaml"
-    path.write_text("prompt: p\nreplies: [{content: ok}]\nx: " + "[" * 500 + "]" * 500 + "\n")
+    path = deep_scenario(tmp_path)
     one_clear_line(run(command, path), path, "nested deeper than 128 levels")
 
 
@@ -178,13 +251,7 @@ def test_a_cassette_body_nested_990_deep_is_unreadable_not_a_crash(tmp_path: Pat
 def test_a_parsed_body_nested_990_deep_is_one_line(tmp_path: Path, command: str) -> None:
     """`parsed_body` (a YAML mapping, as pydantic-ai's serializer writes bodies) in block style nests as
     deep as the file likes; it is refused before anything walks it recursively."""
-    path = tmp_path / "deep.yaml"
-    request = (
-        "- request:\n    method: POST\n    uri: https://api.openai.com/v1/chat/completions\n"
-        "    body:\n      parsed_body:\n        messages:\n        - " + "- " * 990 + "x\n"
-    )
-    response = "  response:\n    status: {code: 200, message: OK}\n    body: {string: '{}'}\n"
-    path.write_text(f"interactions:\n{request}{response}version: 1\n")
+    path = deep_parsed_body(tmp_path)
     one_clear_line(run(command, path), path, "interaction 0", "nested deeper than 128 levels")
 
 
@@ -199,7 +266,7 @@ def test_a_raw_control_character_gives_its_position(tmp_path: Path, command: str
     one_clear_line(run(command, path, in_process), path, said)
 
 
-BROKEN: dict[str, Callable[[dict], None]] = {
+BROKEN: dict[str, Callable[[dict[str, Any]], None]] = {
     "request null": lambda d: d["interactions"][0].update(request=None),
     "response text": lambda d: d["interactions"][0].update(response="x"),
     "no uri": lambda d: d["interactions"][0]["request"].pop("uri"),
@@ -216,7 +283,7 @@ def test_interactions_of_the_wrong_shape(tmp_path: Path, command: str, broken: s
     one_clear_line(run(command, path, in_process), path, *about_cassette(command, "interaction 0"))
 
 
-def bundled(tmp_path: Path, change: Callable[[dict], None]) -> Path:
+def bundled(tmp_path: Path, change: Callable[[dict[str, Any]], None]) -> Path:
     data = yaml.safe_load((ROOT / "cassettes" / "echo-42.yaml").read_text())
     change(data)
     path = tmp_path / "edited.yaml"
@@ -234,7 +301,7 @@ def bundled(tmp_path: Path, change: Callable[[dict], None]) -> Path:
     ids=["max_turns", "system_prompt", "tool name"],
 )  # fmt: skip
 def test_check_refuses_what_replay_refuses(
-    tmp_path: Path, change: Callable[[dict], None], expected: str
+    tmp_path: Path, change: Callable[[dict[str, Any]], None], expected: str
 ) -> None:
     path = bundled(tmp_path, change)
     replayed, checked = in_process("replay", path), in_process("check", path)
@@ -306,6 +373,25 @@ def special(tmp_path: Path, kind: str) -> Path:
     return path
 
 
+def sparse(tmp_path: Path) -> Path:
+    """3 GiB that take no room on disk."""
+    path = tmp_path / "huge.yaml"
+    with path.open("wb") as file:
+        file.truncate(3 * 1024**3)
+    return path
+
+
+def folder_of_specials(tmp_path: Path) -> Path:
+    """A folder whose YAML names are all FIFOs or a symlink to /dev/zero, one of them a level down."""
+    folder = tmp_path / "files"
+    folder.mkdir()
+    os.mkfifo(folder / "fifo.yaml")
+    (folder / "zero.yaml").symlink_to("/dev/zero")
+    (folder / "nested").mkdir()
+    os.mkfifo(folder / "nested" / "deeper.yml")
+    return folder
+
+
 @pytest.mark.parametrize("kind", ["fifo", "/dev/zero"])
 @pytest.mark.parametrize("command", sorted(READERS))
 def test_what_is_no_regular_file_is_refused_at_once(tmp_path: Path, command: str, kind: str) -> None:
@@ -323,9 +409,7 @@ def test_what_is_no_regular_file_is_refused_at_once(tmp_path: Path, command: str
 def test_a_huge_sparse_file_is_refused_before_it_is_read(tmp_path: Path, command: str) -> None:
     """3 GiB that take no room on disk: refused from its size, past what a cassette may hold (or, for the
     commands that take only scenarios, a scenario)."""
-    path = tmp_path / "huge.yaml"
-    with path.open("wb") as file:
-        file.truncate(3 * 1024**3)
+    path = sparse(tmp_path)
     scenario = command in ("play", "fuzz --replay")
     limit = "a scenario file may hold (8 MiB)" if scenario else "a cassette may hold (512 MiB)"
     with within(20, f"sim {command} on a 3 GiB file"):
@@ -335,13 +419,39 @@ def test_a_huge_sparse_file_is_refused_before_it_is_read(tmp_path: Path, command
 
 @pytest.mark.parametrize("command", ["play", "check", "replay", "drift"])
 def test_a_folder_walk_leaves_out_what_is_no_regular_file(tmp_path: Path, command: str) -> None:
-    folder = tmp_path / "files"
-    folder.mkdir()
-    os.mkfifo(folder / "fifo.yaml")
-    (folder / "zero.yaml").symlink_to("/dev/zero")
-    (folder / "nested").mkdir()
-    os.mkfifo(folder / "nested" / "deeper.yml")
+    folder = folder_of_specials(tmp_path)
     with within(20, f"sim {command} on a folder"):
         done = in_process(*READERS[command](folder))
     assert "Traceback" not in done.stderr
     assert done.returncode == 2 and "no YAML files" in done.stderr, done.stdout + done.stderr
+
+
+SMOKE: dict[str, tuple[Callable[[Path], Path], str]] = {
+    "show": (lambda tmp_path: cassette_bomb(tmp_path, "header"), "aliases expand to"),
+    "check": (recursive_alias, "recursive alias"),
+    "convert": (gzip_bomb, "decompresses to more than 64 MiB"),
+    "replay": (deep_parsed_body, "nested deeper than 128 levels"),
+    "play": (deep_scenario, "nested deeper than 128 levels"),
+    "compact": (lambda tmp_path: special(tmp_path, "fifo"), "not a regular file (a FIFO)"),
+    "expand": (lambda tmp_path: special(tmp_path, "/dev/zero"), "not a regular file (a character device)"),
+    "serve": (sparse, "3072.0 MiB is more than a cassette may hold"),
+    "drift": (folder_of_specials, "no YAML files"),
+    "fuzz --replay": (sparse, "3072.0 MiB is more than a scenario file may hold"),
+}
+"""Per command, one hostile file (made in a given folder) and what the command says of it."""
+
+
+@pytest.mark.parametrize("command", sorted(SMOKE))
+def test_a_real_process_ends_as_the_command_does_in_process(tmp_path: Path, command: str) -> None:
+    """The cases above run in process; a real `sim` process (capped, its own stack, a real blocking open)
+    given one of the files ends the same: the same exit code and the same output on the same streams, the
+    file's error said on one line."""
+    make, said = SMOKE[command]
+    path = make(tmp_path)
+    args = READERS[command](path)
+    real = sim(*args)
+    one_clear_line(real, path, said)
+    with within(20, f"sim {command} in process"):
+        here = in_process(*args)
+    assert (real.returncode, real.stdout, real.stderr) == (here.returncode, here.stdout, here.stderr)
+    assert [said in line for line in (real.stdout + real.stderr).splitlines()].count(True) == 1
