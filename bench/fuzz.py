@@ -37,10 +37,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import seed as hypothesis_seed
 
-from sim.scenario.schema import Scenario
 from sim.fuzz.campaign import campaign_settings, fuzz
 from sim.fuzz.strategies import scenarios
 from sim.fuzz.target import fuzz_target, load_target
+from sim.scenario.schema import Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 

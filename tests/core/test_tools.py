@@ -213,8 +213,8 @@ def test_schemas_are_generated_once_but_never_shared() -> None:
     "arguments", ['{"command": "\\ud800"}', '{"command": "ls", "x": NaN}', '{"a": Infinity}']
 )
 def test_json_only_python_accepts_is_invalid_json_for_the_loop_and_the_oracle(arguments: str) -> None:
-    from sim.scenario.schema import Scenario
     from sim.fuzz.oracle import expect
+    from sim.scenario.schema import Scenario
 
     snapshot = ToolRegistry([shell_tool()]).snapshot()
     result = snapshot.prepare(ToolCall(id="c1", name="shell", arguments=arguments))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 from sim.core.untrusted import json_text, visible
-from sim.reports.html import Report, render, section
 from sim.host.access_log import AccessLog, Answered
+from sim.reports.html import Report, render, section
 
 UNSEEN = ("\u200b", "\u200e", "\u200f", "\u00ad", "\u2028", "\u202e", "\x1b", "\x85", "\n", "\x7f", "\ufeff")
 NAME = "she" + "ll".join(UNSEEN)

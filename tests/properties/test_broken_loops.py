@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from sim.fuzz.campaign import fuzz, run_example
 from sim.player import play_file
 from sim.scenario import load_scenario
-from sim.fuzz.campaign import fuzz, run_example
 from tests.properties.broken_loops import BUGS, broken
 
 EXAMPLES = 400  # the bound: every bug below is found well within it

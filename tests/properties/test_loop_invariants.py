@@ -7,9 +7,9 @@ import asyncio
 
 from hypothesis import given, settings
 
-from sim.player import play_scenario
 from sim.fuzz.campaign import run_example
 from sim.fuzz.strategies import scenarios
+from sim.player import play_scenario
 
 FIXED = settings(deadline=None, database=None, derandomize=True)
 
