@@ -29,8 +29,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sim.core.json_text import loads
+from sim.wire import CODECS
 
-LISTS = ("messages", "input")
+LISTS = tuple(codec.conversation for codec in CODECS.values())
 """The keys of a conversation's list, per API."""
 FRONTIER = 16
 """Earlier requests per route that a new one is compared with."""

@@ -16,14 +16,7 @@ from typing import Any
 from sim.cassette.secrets import CREDENTIAL_PATTERNS, credentials_in, known_secrets_pattern, scrub_text
 from sim.cassette.stored_body import sse_lines
 from sim.core.json_text import loads
-from sim.wire import chat as chat_wire
-from sim.wire import responses as responses_wire
-from sim.wire.chat import StreamText
-
-StreamPieces = Callable[[Any], Iterator[StreamText]]
-
-STREAM_PIECES: tuple[StreamPieces, ...] = (chat_wire.stream_text_pieces, responses_wire.stream_text_pieces)
-"""How each wire protocol streams text, so a stream can be read as a whole."""
+from sim.wire import CODECS
 
 _LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
 
@@ -59,9 +52,9 @@ def _joined_streams(events: Iterable[Any]) -> dict[Hashable, list[tuple[dict[str
     """Every streamed text, as the places holding its pieces, in order."""
     streams: dict[Hashable, list[tuple[dict[str, Any], str]]] = defaultdict(list)
     for event in events:
-        for pieces in STREAM_PIECES:
-            for which, holder, key in pieces(event):
-                streams[(pieces.__module__, which)].append((holder, key))
+        for codec in CODECS.values():  # how each API streams text, so a stream can be read as a whole
+            for which, holder, key in codec.stream_text_pieces(event):
+                streams[(codec.api, which)].append((holder, key))
     return streams
 
 

@@ -25,8 +25,9 @@ from sim.core.json_text import loads
 from sim.core.model import Usage
 from sim.core.transcript import preview
 from sim.drift.compare import Compared, Drift, compare, summary
-from sim.drift.resend import Answer, CannotResend, Resender, resender
+from sim.drift.resend import Resender, resender
 from sim.wire.body_bytes import GrowingItems, assemble, dumps
+from sim.wire.carrying import Answer, CannotResend
 
 
 @dataclass(frozen=True, slots=True)

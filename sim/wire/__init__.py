@@ -5,7 +5,7 @@ of each, so that no reader of recorded traffic asks which API it has)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -14,6 +14,8 @@ from sim.core.errors import ConfigurationError
 from sim.core.messages import ChatMessage
 from sim.core.model import ModelReply, ToolSpec
 from sim.wire import chat, responses
+from sim.wire.carrying import Answer
+from sim.wire.stream_text import StreamText
 
 
 class Api(StrEnum):
@@ -57,6 +59,18 @@ class Codec:
     """The response a request continues (`previous_response_id`), if it names one."""
     ending: Callable[[ModelReply], str]
     """How a reply ended, in the API's words (`finish_reason: stop`, `status: incomplete (...)`)."""
+    stream_text_pieces: Callable[[Any], Iterator[StreamText]]
+    """Where one streamed event holds pieces of text (joined in order, a text as the stream carries it)."""
+    answer: Callable[[Any, bool], Answer]
+    """`answer(recorded, streamed)`: a recorded reply (its body, or its stream's events) as the next
+    request carries it back (drift's carry-forward)."""
+    carried_forward: Callable[[list[Any], Answer, Answer], list[Any]]
+    """`carried_forward(added, was, now)`: what a recorded request added to its conversation list, with the
+    live answer `now` in place of the recorded `was` and the tool results sent to the live call ids
+    (`CannotResend` when it cannot)."""
+    chained: Callable[[dict[str, Any], Answer, Answer], dict[str, Any] | None]
+    """`chained(recorded, was, now)`: a recorded request that continues a stored response, naming the live
+    one instead; None for a request that sends its whole conversation."""
 
 
 CODECS: dict[Api, Codec] = {
@@ -72,6 +86,10 @@ CODECS: dict[Api, Codec] = {
         response_id=chat.response_id,
         chained_to=chat.chained_to,
         ending=chat.ending,
+        stream_text_pieces=chat.stream_text_pieces,
+        answer=chat.answer_from_wire,
+        carried_forward=chat.carried_forward,
+        chained=chat.chained,
     ),
     Api.responses: Codec(
         api=Api.responses,
@@ -85,6 +103,10 @@ CODECS: dict[Api, Codec] = {
         response_id=responses.response_id,
         chained_to=responses.chained_to,
         ending=responses.ending,
+        stream_text_pieces=responses.stream_text_pieces,
+        answer=responses.answer_from_wire,
+        carried_forward=responses.carried_forward,
+        chained=responses.chained,
     ),
 }
 """Each API's codec."""

@@ -20,6 +20,7 @@ from sim.core.messages import (
 )
 from sim.core.model import FinishReason, ModelReply, ModelRequest, ToolSpec, Usage
 from sim.wire.body_bytes import EncodedTools, GrowingItems, assemble, dumps
+from sim.wire.carrying import Answer, CannotResend, renamed
 from sim.wire.logprobs import PIECE_CHARS, pieces, text_logprobs
 from sim.wire.requests import (
     CREATED,
@@ -32,6 +33,7 @@ from sim.wire.requests import (
     refused_unsupported,
 )
 from sim.wire.sse import frame
+from sim.wire.stream_text import StreamText
 from sim.wire.tool_choice import ReplyTerms, reply_terms
 
 ENDPOINT = "/chat/completions"
@@ -370,10 +372,6 @@ def tools_from_wire(raw_tools: Any) -> tuple[ToolSpec, ...]:
     return tuple(_tool_spec_from_wire(raw, f"tools[{index}]") for index, raw in enumerate(raw_tools))
 
 
-StreamText = tuple[Hashable, dict[str, Any], str]
-"""Where one event holds a piece of streamed text: which text it belongs to, the object, and its key."""
-
-
 def stream_text_pieces(event: Any) -> Iterator[StreamText]:
     """The pieces of text a `chat.completion.chunk` streams: per choice every text field of its delta
     (`content`, `refusal`, `reasoning_content` and what other servers add, the legacy
@@ -529,6 +527,58 @@ def chunks_to_wire(
     if usage is not None:
         chunks.append({**header, "choices": [], "usage": _wire_usage(usage)})
     return chunks
+
+
+def answer_from_wire(recorded: Any, streamed: bool) -> Answer:
+    """A recorded completion (its body, or its stream's events when `streamed`) as the next request
+    carries it back; a refusal where `message.refusal` (or a `refusal` delta) says one."""
+    if not streamed:
+        reply = reply_from_wire(recorded)
+        choices = recorded.get("choices") if isinstance(recorded, dict) else None
+        message = choices[0].get("message") if isinstance(choices, list) and choices else None
+        refused = isinstance(message, dict) and isinstance(message.get("refusal"), str)
+    else:
+        reply = reply_from_events(recorded)
+        refused = any(
+            isinstance(choice, dict) and isinstance((choice.get("delta") or {}).get("refusal"), str)
+            for event in recorded
+            if isinstance(event, dict)
+            for choice in event.get("choices") or []
+        )
+    return Answer(reply, refused, [message_to_wire(reply.message)], None)
+
+
+def carried_forward(added: list[Any], was: Answer, now: Answer) -> list[Any]:
+    """What a recorded request added to `messages` after the request before it, with the live assistant
+    message where the recorded one was and the tool messages to the live ids."""
+    if not added or not isinstance(added[0], Mapping) or added[0].get("role") != "assistant":
+        raise CannotResend("the next request does not carry the reply right after the one before")
+    ids = renamed(was.reply.message.tool_calls, now.reply.message.tool_calls)
+    return [_as_sent(added[0], now.carried[0]), *(_answering(message, ids) for message in added[1:])]
+
+
+def chained(recorded: dict[str, Any], was: Answer, now: Answer) -> dict[str, Any] | None:
+    """Nothing: Chat Completions keeps nothing, every request sends the whole conversation."""
+    return None
+
+
+def _as_sent(sent: Mapping[str, Any], live: Mapping[str, Any]) -> dict[str, Any]:
+    """The live assistant message in the shape the client sent the recorded one (the fields it adds, such
+    as `annotations` or `refusal: null`, kept): its text and calls are the live ones."""
+    shaped = dict(sent)
+    for key in ("content", "tool_calls"):
+        value = live.get(key)
+        if value is not None or key in sent:
+            shaped[key] = value
+    if shaped.get("tool_calls") is None and "tool_calls" not in live:
+        shaped.pop("tool_calls", None)
+    return shaped
+
+
+def _answering(message: Any, ids: Mapping[str, str]) -> Any:
+    if isinstance(message, Mapping) and message.get("role") == "tool" and message.get("tool_call_id") in ids:
+        return {**message, "tool_call_id": ids[message["tool_call_id"]]}
+    return message
 
 
 class ChatProtocol:
