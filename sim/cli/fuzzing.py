@@ -101,8 +101,8 @@ def fuzz(
     if replay is not None:
         _replay(target, replay, allowed, run_seconds, as_json)
         return
-    from sim.pages import fuzzed_target
     from sim.fuzz.worker import fuzz_target_in_worker
+    from sim.pages import fuzzed_target
 
     # no refresh thread, no redirection of the streams: the campaign's worker is forked under it
     with _progress(as_json) as bar:
@@ -167,9 +167,9 @@ def fuzz_loop(
     if examples < 1:
         raise usage_error("--examples must be at least 1")
     kept = _database(database)
-    from sim.pages import fuzzed
     from sim.fuzz.campaign import fuzz as fuzz_campaign
     from sim.fuzz.campaign import save_counterexample
+    from sim.pages import fuzzed
 
     with Progress(console=err, transient=True, disable=as_json or not err.is_terminal) as bar:
         advance = partial(bar.advance, bar.add_task("fuzzing", total=examples))
