@@ -17,6 +17,7 @@ from sim.adapters.settings import UpstreamCredentials
 from sim.cassette.journal import Journal
 from sim.cassette.reader import looks_like_cassette, read_cassette
 from sim.cassette.recording_answerer import RecordingAnswerer, base_path, recording_host
+from sim.cassette.recording_proxy import STOP_GRACE, UPSTREAM_TIMEOUT, RecordingProxy, Upstream, proxy_host
 from sim.cassette.scrubbing import Scrubber
 from sim.cassette.secrets import require_scrubbable
 from sim.cli.terminal import err, open_one, usage_error
@@ -27,7 +28,6 @@ from sim.host.access_log import AccessLog
 from sim.host.serve import AppServer, CommandNotFound, base_url, listen
 from sim.scenario.loader import load_scenario
 from sim.scenario.schema import MAX_LATENCY
-from sim.server.proxy import STOP_GRACE, UPSTREAM_TIMEOUT, RecordingProxy, Upstream
 from sim.server.simulator import scenario_host
 from sim.wire.response_store import STORE_LIMIT_BYTES
 
@@ -259,7 +259,7 @@ def proxy(
     recording = RecordingProxy(parsed, credentials.headers, journal, timeout=upstream_timeout, grace=grace)
     server.server.config.timeout_graceful_shutdown = grace  # type: ignore[assignment]  # any number: wait_for
     recording.on_answered = _access_log(quiet, as_json)
-    server.server.config.app = recording.app
+    server.server.config.app = proxy_host(recording).app
     url = base_url(server.sock)
     environment = {k: v for k, v in os.environ.items() if k not in ("OPENAI_ORG_ID", "OPENAI_PROJECT_ID")}
     environment.update(OPENAI_BASE_URL=url, OPENAI_API_KEY=PLACEHOLDER_KEY)

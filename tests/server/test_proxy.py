@@ -20,7 +20,7 @@ import httpx2
 import pytest
 
 from sim.cassette.reader import read_cassette
-from sim.server.proxy import _api_of
+from sim.cassette.recording_proxy import api_of
 from tests.server.processes import MARKED_KEY, ROOT, SIM, program, served, sim_process
 
 WEATHER = ROOT / "examples" / "frameworks" / "weather.yaml"
@@ -494,4 +494,4 @@ def test_ctrl_c_stops_the_proxy_within_seconds_while_the_upstream_never_answers(
     ],
 )
 def test_the_access_log_names_the_api_a_forwarded_path_asks(tail: str, api: str) -> None:
-    assert _api_of(tail) == api
+    assert api_of(tail) == api

@@ -16,7 +16,7 @@ import pytest
 
 from sim.cassette.journal import Journal
 from sim.cassette.reader import read_cassette
-from sim.server.proxy import RecordingProxy, Upstream, contained
+from sim.cassette.recording_proxy import RecordingProxy, Upstream, contained, proxy_host
 from tests.server.processes import SIM
 
 KEY = "sk-upstream-REAL-key-0123456789"
@@ -55,7 +55,7 @@ def proxied(
     proxy.client = httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
 
     async def send() -> httpx2.Response:
-        transport = httpx2.ASGITransport(app=proxy.app)
+        transport = httpx2.ASGITransport(app=proxy_host(proxy).app)
         async with httpx2.AsyncClient(transport=transport, base_url="http://proxy.test") as client:
             response = await client.request(method, path, **options)
             await response.aread()
@@ -92,7 +92,7 @@ def test_an_unreachable_upstream_says_so_without_its_credentials(tmp_path: Path)
     proxy = recording(f"http://127.0.0.1:9/v1?key={QUERY_SECRET}", tmp_path / "c.yaml")
 
     async def send() -> httpx2.Response:
-        transport = httpx2.ASGITransport(app=proxy.app)
+        transport = httpx2.ASGITransport(app=proxy_host(proxy).app)
         async with httpx2.AsyncClient(transport=transport, base_url="http://proxy.test") as client:
             return await client.post("/v1/chat/completions", json={"model": "m"})
 
@@ -158,7 +158,7 @@ def test_bodies_that_are_not_text_are_kept_as_they_came_and_lose_nothing_else(tm
             return [await client.post(path, content=b"{}") for path in paths]
 
     paths = ["/v1/models", "/v1/audio/speech", "/v1/images/raw", "/v1/models"]
-    asyncio.run(through(proxy.app, paths))
+    asyncio.run(through(proxy_host(proxy).app, paths))
     assert proxy.finish() == 4  # nothing lost
     assert KEY not in cassette.read_text()
     played = RecordingAnswerer(read_cassette(cassette).interactions, repeat=True)
@@ -194,7 +194,7 @@ def test_the_key_glued_to_other_text_never_reaches_the_proxys_cassette(key: str,
     proxy.client = httpx2.AsyncClient(transport=httpx2.MockTransport(answer))
 
     async def send() -> list[str]:
-        transport = httpx2.ASGITransport(app=proxy.app)
+        transport = httpx2.ASGITransport(app=proxy_host(proxy).app)
         async with httpx2.AsyncClient(transport=transport, base_url="http://proxy.test") as client:
             answers = []
             for stream in (False, True):

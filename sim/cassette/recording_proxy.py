@@ -1,44 +1,48 @@
-"""`RecordingProxy`: `sim proxy`, an OpenAI-compatible endpoint that forwards every request to the real
-upstream with the upstream key, streams each response back chunk by chunk as it arrives, and appends each
-finished exchange to the recording's journal (scrubbed, fsynced), from which the cassette is written at the
-end, as `sim record` writes it. A stop lets the answers in flight finish, and records them, for `STOP_GRACE`
-seconds; what is still going then is cut off, said so, and not recorded."""
+"""`RecordingProxy`: `sim proxy` as an answerer (`sim.host.answers`), served by the host on every path. It
+forwards each request to the real upstream with the upstream key, relays the response chunk by chunk as it
+arrives, and appends each finished exchange to the recording's journal (scrubbed, fsynced), from which the
+cassette is written at the end, as `sim record` writes it. A stop lets the answers in flight finish, and
+records them, for `STOP_GRACE` seconds; what is still going then is cut off, said so, and not recorded.
+
+Its access log line is its own (`on_answered`): a forwarded request is told of when its exchange is
+recorded, or broke off, or was cut off, which is after the host has sent the reply's head."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import posixpath
-import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 from urllib.parse import quote, unquote
 
 import httpx2
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
 
 from sim.cassette.journal import Journal
 from sim.cassette.secrets import SECRET_HEADERS
 from sim.cassette.upstream import UpstreamUrl
 from sim.cassette.writer import HttpExchange
 from sim.host.access_log import Answered
+from sim.host.answers import Answer, ApiError, RawReply, Received
+from sim.host.app import Host
 from sim.host.serve import ConnectionAborted
-from sim.server.simulator import api_error
 from sim.wire import codec_for
 
-_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"]
 # not forwarded: hop-by-hop headers, what httpx sets itself, and what the body no longer is once decoded
 _REQUEST_DROPPED = frozenset({"host", "content-length", "connection", "keep-alive", "transfer-encoding",
                               "accept-encoding", *SECRET_HEADERS})  # fmt: skip
 _RESPONSE_DROPPED = frozenset({"content-length", "content-encoding", "connection", "keep-alive",
                                "transfer-encoding"})  # fmt: skip
 
-
 Upstream = UpstreamUrl
 """The real API's base URL, parsed as `sim drift` parses its own (`sim.cassette.upstream`)."""
+
+UPSTREAM_TIMEOUT = 120.0
+"""Seconds the proxy waits for the upstream between bytes (`--upstream-timeout`)."""
+STOP_GRACE = 10.0
+"""Seconds a stop (Ctrl-C, SIGTERM, the end of the command) gives the answers in flight to finish and be
+recorded (`sim proxy --grace`); a second Ctrl-C stops at once."""
 
 
 def contained(tail: str) -> str | None:
@@ -53,11 +57,18 @@ def contained(tail: str) -> str | None:
     return quote(normal, safe="/:@!$&'()*+,;=-._~")
 
 
-UPSTREAM_TIMEOUT = 120.0
-"""Seconds the proxy waits for the upstream between bytes (`--upstream-timeout`)."""
-STOP_GRACE = 10.0
-"""Seconds a stop (Ctrl-C, SIGTERM, the end of the command) gives the answers in flight to finish and be
-recorded (`sim proxy --grace`); a second Ctrl-C stops at once."""
+def api_of(tail: str) -> str:
+    """The API a forwarded path asks (`chat`, `responses`: a stored response's too), or the path itself."""
+    path = tail.split("?", 1)[0].rstrip("/")
+    codec = codec_for(path)
+    if codec is not None:
+        return codec.api.value
+    return "responses" if "/responses/" in path else path or "/"
+
+
+class UpstreamBrokeOff(ConnectionAborted):
+    """The upstream broke off mid-answer: raised into the server so that it aborts the client's connection
+    as the upstream aborted the proxy's (reported once, in `failures`)."""
 
 
 class RecordingProxy:
@@ -91,9 +102,12 @@ class RecordingProxy:
         self.failures: list[str] = []
         self.on_answered: Callable[[Answered], None] | None = None
         """Told of each request as it is answered (the access log)."""
-        self._received = itertools.count(1)
         self.client = httpx2.AsyncClient(timeout=httpx2.Timeout(timeout, connect=15), follow_redirects=False)
-        self.app = Starlette(routes=[Route("/{path:path}", self._forward, methods=_METHODS)])
+
+    @property
+    def finished(self) -> bool:
+        """Never: the proxy forwards until it is stopped."""
+        return False
 
     def finish(self, *, compact: bool = False) -> int:
         """Wait for the exchanges being written, then write the cassette from the journal; how many
@@ -103,7 +117,7 @@ class RecordingProxy:
 
     def _log(self, tail: str, number: int, status: int, said: str) -> None:
         if self.on_answered is not None:
-            self.on_answered(Answered(_api_of(tail), number, status, said))
+            self.on_answered(Answered(api_of(tail), number, status, said))
 
     def _cut(self, method: str, tail: str, number: int, status: int | None) -> None:
         """An answer cut off by a stop whose grace ran out: said, in `failures` and the access log."""
@@ -111,32 +125,32 @@ class RecordingProxy:
         self.failures.append(said)
         self._log(tail, number, status or 499, said)
 
-    async def _forward(self, request: Request) -> Response:
-        number = next(self._received)
-        raw = request.scope.get("raw_path", b"").decode("latin-1").split("?", 1)[0] or request.url.path
-        path = raw if raw.startswith("/") else request.url.path
+    async def answer(self, request: Received) -> Answer:
+        """The upstream's answer to `request`, relayed as it comes and recorded once whole; an error in the
+        API's shape when the path leaves the upstream's base or the upstream cannot be reached."""
+        number, method, path = request.number, request.method, request.path
         tail = contained(path[len(self.prefix) :] if path.startswith(self.prefix + "/") else path)
         if tail is None:
             message = "sim proxy: the request path leaves the upstream's base path; it was not forwarded"
             self._log(path, number, 400, f"sim_path_refused: {message}")
-            return api_error(400, message, code="sim_path_refused")
-        target = self.upstream.target(tail, request.url.query)
-        shown = self.upstream.target(tail, request.url.query, shown=True)
-        body = await request.body()
+            return ApiError(400, message, code="sim_path_refused")
+        target = self.upstream.target(tail, request.query)
+        shown = self.upstream.target(tail, request.query, shown=True)
+        body = request.body
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _REQUEST_DROPPED}
         headers.update(self.credentials)
         seq = next(self._arrived)
-        outgoing = self.client.build_request(request.method, target, headers=headers, content=body)
+        outgoing = self.client.build_request(method, target, headers=headers, content=body)
         try:
             upstream = await self.client.send(outgoing, stream=True)
         except asyncio.CancelledError:
-            self._cut(request.method, tail, number, None)
+            self._cut(method, tail, number, None)
             raise
         except httpx2.HTTPError as error:
-            self.failures.append(f"{request.method} {tail}: upstream unreachable: {type(error).__name__}")
+            self.failures.append(f"{method} {tail}: upstream unreachable: {type(error).__name__}")
             message = f"sim proxy: cannot reach the upstream {shown}: {type(error).__name__}"
             self._log(tail, number, 502, f"sim_upstream_error: {message}")
-            return api_error(502, message, error_type="sim_upstream_error", code="sim_upstream_error")
+            return ApiError(502, message, type="sim_upstream_error", code="sim_upstream_error")
         response_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in _RESPONSE_DROPPED}
 
         async def relay() -> AsyncIterator[bytes]:
@@ -146,22 +160,22 @@ class RecordingProxy:
                     pieces.append(piece)
                     yield piece
             except httpx2.HTTPError as error:
-                self.failures.append(f"{request.method} {tail}: upstream broke off: {type(error).__name__}")
+                self.failures.append(f"{method} {tail}: upstream broke off: {type(error).__name__}")
                 self._log(
                     tail, number, upstream.status_code, f"the upstream broke off: {type(error).__name__}"
                 )
                 # the client's connection is aborted too (no final chunk): a cut answer must not read as whole
                 raise UpstreamBrokeOff(str(error)) from None
             except asyncio.CancelledError:
-                self._cut(request.method, tail, number, upstream.status_code)
+                self._cut(method, tail, number, upstream.status_code)
                 raise
             finally:
                 await upstream.aclose()
             exchange = HttpExchange(
-                method=request.method,
+                method=method,
                 uri=shown,
                 request_headers={k: [v] for k, v in headers.items()},
-                request_body=body if body or request.method != "GET" else None,
+                request_body=body if body or method != "GET" else None,
                 status=upstream.status_code,
                 reason=upstream.reason_phrase,
                 response_headers={k: [v] for k, v in response_headers.items()},
@@ -170,25 +184,12 @@ class RecordingProxy:
             del pieces
             self._writer.submit(self.journal.append, seq, exchange)
             size = len(exchange.response_body or b"")
-            self._log(tail, number, upstream.status_code, f"{request.method} {tail}: recorded ({size} bytes)")
+            self._log(tail, number, upstream.status_code, f"{method} {tail}: recorded ({size} bytes)")
 
-        return StreamingResponse(relay(), status_code=upstream.status_code, headers=response_headers)
-
-
-def _api_of(tail: str) -> str:
-    """The API a forwarded path asks (`chat`, `responses`: a stored response's too), or the path itself."""
-    path = tail.split("?", 1)[0].rstrip("/")
-    codec = codec_for(path)
-    if codec is not None:
-        return codec.api.value
-    return "responses" if "/responses/" in path else path or "/"
+        return RawReply(upstream.status_code, tuple(response_headers.items()), relay())
 
 
-class UpstreamBrokeOff(ConnectionAborted):
-    """The upstream broke off mid-answer: raised into the server so that it aborts the client's connection
-    as the upstream aborted the proxy's (reported once, in `failures`)."""
-
-
-def timed(started: float) -> float:
-    """Seconds since `started` (a `time.perf_counter()` reading)."""
-    return time.perf_counter() - started
+def proxy_host(proxy: RecordingProxy, **options: Any) -> Host[RecordingProxy]:
+    """The host serving `proxy` on every path and method (`options` are `Host`'s); the proxy writes its
+    own access log lines (`RecordingProxy.on_answered`)."""
+    return Host(proxy, every_path=True, **options)
