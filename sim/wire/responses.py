@@ -441,8 +441,7 @@ def history(body: Mapping[str, Any]) -> list[ChatMessage]:
     """A request body's conversation (`instructions`, then `input`), pairing unchecked
     (`MessageContractError` when malformed)."""
     system = instructions_from_wire(body)
-    said = [system] if system is not None and system.content else []
-    return [*said, *messages_from_items(body.get(CONVERSATION))]
+    return [*([system] if system is not None else []), *messages_from_items(body.get(CONVERSATION))]
 
 
 def chained_to(body: Mapping[str, Any]) -> str | None:
