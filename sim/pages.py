@@ -9,7 +9,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim.cassette.writer import write_atomically
 from sim.core.transcript import counted, turns
 from sim.reports.html import Report, Tally, divergence, render, section
 
@@ -133,4 +132,6 @@ def shown(path: str, lines: Sequence[str]) -> Report:
 
 def write_page(path: Path, report: Report) -> None:
     """Write the report's page at `path` atomically (a half-written page is never left behind)."""
+    from sim.cassette.writer import write_atomically
+
     write_atomically(path, render(report))

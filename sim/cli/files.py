@@ -129,18 +129,20 @@ def show(
 ) -> None:
     """Print a scenario's scripted conversation, or a cassette's recorded one, turn by turn (credentials
     masked, control characters written out)."""
-    from sim.cassette.outline import outline as cassette_outline
-    from sim.cassette.reader import looks_like_cassette, read_cassette
+    from sim.cassette.reader import looks_like_cassette
     from sim.cassette.scrubbing import Scrubber
     from sim.pages import shown
-    from sim.scenario.loader import load_scenario
-    from sim.scenario.outline import outline
 
-    told = (
-        open_one(file, lambda path: cassette_outline(read_cassette(path)))  # bodies are read lazily
-        if looks_like_cassette(file)
-        else outline(open_one(file, load_scenario))
-    )
+    if looks_like_cassette(file):
+        from sim.cassette.outline import outline as cassette_outline
+        from sim.cassette.reader import read_cassette
+
+        told = open_one(file, lambda path: cassette_outline(read_cassette(path)))  # bodies are read lazily
+    else:
+        from sim.scenario.loader import load_scenario
+        from sim.scenario.outline import outline
+
+        told = outline(open_one(file, load_scenario))
     masked = Scrubber()
     lines = [visible(masked.text(line)) for line in told]
     for line in lines:

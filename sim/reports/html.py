@@ -9,15 +9,17 @@ line separator hides in a tool name). The page fetches nothing: styles are inlin
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+if TYPE_CHECKING:
+    from jinja2 import Environment
 
 from sim.core.json_text import loads
 from sim.core.transcript import counted
@@ -163,18 +165,24 @@ def _shown(value: Any) -> Any:
     return visible(value) if isinstance(value, str) else value
 
 
-_ENVIRONMENT = Environment(
-    loader=FileSystemLoader(Path(__file__).parent),
-    autoescape=select_autoescape(default=True),
-    finalize=_shown,
-    auto_reload=False,
-)
+@functools.cache
+def _environment() -> Environment:
+    """Jinja2, set up once, when the first page is rendered (not when a command that may write one starts)."""
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+    return Environment(
+        loader=FileSystemLoader(Path(__file__).parent),
+        autoescape=select_autoescape(default=True),
+        finalize=_shown,
+        auto_reload=False,
+    )
 
 
 def render(report: Report) -> str:
     """The page."""
     failed = sum(not section.passed for section in report.sections)
-    return _ENVIRONMENT.get_template("report.html.j2").render(
+    template = _environment().get_template("report.html.j2")
+    return template.render(
         report=report,
         passed=len(report.sections) - failed,
         failed=failed,

@@ -79,3 +79,16 @@ def test_sim_version_and_help_load_none_of_the_commands_work() -> None:
         found = loaded(f"from sim.cli import main\nsys.argv[:] = ['sim', '{option}']\nmain()")
         assert "sim.cli.files" in found and "typer" in found
         assert not found & WORK, option
+
+
+def test_sim_show_of_a_cassette_loads_no_simulator_and_no_report_engine() -> None:
+    show = "sys.argv[:] = ['sim', 'show', 'cassettes/echo-42.yaml']"
+    found = loaded(f"from sim.cli import main\n{show}\nmain()")
+    assert "sim.cassette.outline" in found
+    page = {"sim.pages", "sim.reports.html"}  # their plain data: Jinja2 waits for a page to render
+    assert not found & (WORK - page)
+
+
+def test_reading_a_users_file_safely_needs_no_scenario_loader() -> None:
+    found = loaded("import sim.scenario.user_files")
+    assert not found & {"sim.scenario.loader", "sim.scenario.schema", "pydantic", "yaml"}
