@@ -1,0 +1,97 @@
+"""A request body parsed once, for either API: the request being answered (`Asked`, with its messages and
+the reply's terms) or the refusal the API would send (`Refused`), whichever check refuses it first."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sim.core.messages import SystemMessage, UserMessage
+from sim.wire.chat import ChatProtocol
+from sim.wire.requests import Asked, Refused, WireProtocol
+from sim.wire.responses import ResponsesProtocol
+
+TOOL = {"type": "function", "function": {"name": "shell", "parameters": {"type": "object", "properties": {}}}}
+FLAT_TOOL = {"type": "function", "name": "shell", "parameters": {"type": "object", "properties": {}}}
+
+
+def both() -> list[tuple[WireProtocol, dict[str, Any]]]:
+    """Each API's server side with a well-formed body asking the same thing."""
+    chat = {"model": "m", "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "Hi"}],
+            "tools": [TOOL], "tool_choice": "required"}  # fmt: skip
+    responses = {
+        "model": "m",
+        "instructions": "S",
+        "input": "Hi",
+        "tools": [FLAT_TOOL],
+        "tool_choice": "required",
+    }
+    return [(ChatProtocol(), chat), (ResponsesProtocol(), responses)]
+
+
+@pytest.mark.parametrize(("protocol", "body"), both(), ids=["chat", "responses"])
+def test_a_well_formed_body_is_the_request_with_its_terms(
+    protocol: WireProtocol, body: dict[str, Any]
+) -> None:
+    asked = protocol.parse(body, 7)
+    assert isinstance(asked, Asked)
+    assert (asked.number, asked.model, asked.body) == (7, "m", body)
+    assert list(asked.decoded.messages) == [SystemMessage(content="S"), UserMessage(content="Hi")]
+    assert [tool.name for tool in asked.decoded.tools] == ["shell"]
+    assert asked.terms.choice.required and asked.terms.parallel
+
+
+@pytest.mark.parametrize(("protocol", "body"), both(), ids=["chat", "responses"])
+def test_a_parameter_of_the_wrong_type_is_refused_naming_it(
+    protocol: WireProtocol, body: dict[str, Any]
+) -> None:
+    refused = protocol.parse({**body, "stream": "yes"}, 1)
+    assert refused == Refused(
+        "Invalid type for 'stream': expected a boolean, but got str.", "stream", "invalid_type"
+    )
+    assert refused.problem == refused.message
+
+
+@pytest.mark.parametrize(("protocol", "body"), both(), ids=["chat", "responses"])
+def test_a_tool_choice_naming_no_offered_tool_is_refused(
+    protocol: WireProtocol, body: dict[str, Any]
+) -> None:
+    named = {"type": "function", "function": {"name": "nope"}} if protocol.name == "chat" else {
+        "type": "function", "name": "nope"}  # fmt: skip
+    refused = protocol.parse({**body, "tool_choice": named}, 1)
+    assert isinstance(refused, Refused) and refused.param == "tool_choice"
+
+
+def test_a_malformed_conversation_is_refused_as_an_invalid_request() -> None:
+    """A conversation the loop's contract refuses (a tool result answering no call) is a 400 whose message
+    says "Invalid request: ..." and whose problem is the contract broken, without that framing."""
+    body = {"model": "m", "messages": [{"role": "tool", "tool_call_id": "call_1", "content": "out"}]}
+    refused = ChatProtocol().parse(body, 3)
+    assert isinstance(refused, Refused)
+    assert refused.message == f"Invalid request: {refused.problem}"
+    assert refused.detail == refused.problem and "call_1" in refused.problem
+    assert (refused.status, refused.code, refused.param, refused.unsimulated) == (400, None, None, False)
+
+
+def test_a_chain_to_an_unknown_response_is_refused_with_the_apis_code() -> None:
+    refused = ResponsesProtocol().parse({"model": "m", "input": "Hi", "previous_response_id": "resp_x"}, 1)
+    assert refused == Refused(
+        "Previous response with id 'resp_x' not found.", "previous_response_id", "previous_response_not_found"
+    )
+
+
+def test_a_reasoning_item_never_served_is_refused_as_not_found() -> None:
+    """What a well-formed request carries back is checked last: a reasoning item sent by id alone that the
+    server never served is a 404."""
+    body = {"model": "m", "input": [{"type": "reasoning", "id": "rs_unknown", "summary": []},
+                                    {"role": "user", "content": "Hi"}]}  # fmt: skip
+    refused = ResponsesProtocol().parse(body, 1)
+    assert isinstance(refused, Refused)
+    assert (refused.status, refused.param) == (404, "input")
+    assert "rs_unknown" in refused.message
+
+
+def test_sim_s_own_limit_is_refused_as_not_simulated() -> None:
+    refused = ChatProtocol().parse({"model": "m", "messages": [{"role": "user", "content": "Hi"}], "n": 2}, 1)
+    assert isinstance(refused, Refused) and refused.unsimulated and refused.param == "n"
