@@ -15,6 +15,7 @@ from sim.core.messages import ChatMessage
 from sim.core.model import ModelReply, ToolSpec
 from sim.wire import chat, responses
 from sim.wire.carrying import Answer
+from sim.wire.requests import WireProtocol
 from sim.wire.stream_text import StreamText
 
 
@@ -68,6 +69,9 @@ class Codec:
     """`carried_forward(added, was, now)`: what a recorded request added to its conversation list, with the
     live answer `now` in place of the recorded `was` and the tool results sent to the live call ids
     (`CannotResend` when it cannot)."""
+    server: Callable[[int], WireProtocol]
+    """`server(store_limit)`: a new server side of the API (parse a body once, write replies and streams),
+    with its own state (the Responses API's store, bounded to `store_limit` bytes)."""
     chained: Callable[[dict[str, Any], Answer, Answer], dict[str, Any] | None]
     """`chained(recorded, was, now)`: a recorded request that continues a stored response, naming the live
     one instead; None for a request that sends its whole conversation."""
@@ -90,6 +94,7 @@ CODECS: dict[Api, Codec] = {
         answer=chat.answer_from_wire,
         carried_forward=chat.carried_forward,
         chained=chat.chained,
+        server=chat.server,
     ),
     Api.responses: Codec(
         api=Api.responses,
@@ -107,6 +112,7 @@ CODECS: dict[Api, Codec] = {
         answer=responses.answer_from_wire,
         carried_forward=responses.carried_forward,
         chained=responses.chained,
+        server=responses.server,
     ),
 }
 """Each API's codec."""

@@ -665,3 +665,9 @@ class ChatProtocol:
     def failed(self, error: dict[str, Any], asked: Asked) -> list[bytes]:
         """An `error` chunk, as the API streams a failure."""
         return [frame({"error": error})]
+
+
+def server(store_limit: int) -> ChatProtocol:
+    """A new server side of Chat Completions (which keeps nothing between requests: `store_limit` is the
+    Responses API's)."""
+    return ChatProtocol()

@@ -988,3 +988,8 @@ def _bound(kept: OrderedDict[str, Any], most: int) -> None:
     """Forget the oldest entries past `most`."""
     while len(kept) > most:
         kept.popitem(last=False)
+
+
+def server(store_limit: int) -> ResponsesProtocol:
+    """A new server side of the Responses API, its store of responses bounded to `store_limit` bytes."""
+    return ResponsesProtocol(store_limit)

@@ -43,7 +43,15 @@ def test_each_codec_is_its_modules_own() -> None:
         assert codec.conversation == module.CONVERSATION
         assert codec.history is module.history and codec.answer is module.answer_from_wire
         assert codec.stream_text_pieces is module.stream_text_pieces
+        served = codec.server(1024)
+        assert served.name == api.value and served.paths == codec.paths
     assert {codec.conversation for codec in CODECS.values()} == {"messages", "input"}
+
+
+def test_each_server_side_is_new_with_its_own_store() -> None:
+    first, second = CODECS[Api.responses].server(1024), CODECS[Api.responses].server(1024)
+    assert isinstance(first, responses_module.ResponsesProtocol) and first.store is not second.store
+    assert isinstance(CODECS[Api.chat].server(1024), chat_module.ChatProtocol)
 
 
 def test_each_api_says_how_a_reply_ended_in_its_own_words() -> None:
