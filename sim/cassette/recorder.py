@@ -61,18 +61,18 @@ class JournalingHooks:
         self.journal.append(next(self._numbers), exchange)
 
 
-def recording_vcr(persister: Any, record_mode: str = "all", hooks: JournalingHooks | None = None) -> vcr.VCR:
-    """A vcrpy `VCR` that records with secret headers filtered and bodies decompressed (into the journal
-    that `hooks` write, if given)."""
+def recording_vcr(hooks: JournalingHooks) -> vcr.VCR:
+    """A vcrpy `VCR` that records every request, secret headers filtered and bodies decompressed, into the
+    journal that `hooks` write (it starts empty and saves nothing itself)."""
     recorder = vcr.VCR(
-        record_mode=record_mode,
+        record_mode="all",
         decode_compressed_response=True,
         record_on_exception=False,
         filter_headers=sorted(SECRET_HEADERS),
-        before_record_request=None if hooks is None else hooks.request,
-        before_record_response=None if hooks is None else hooks.response,
+        before_record_request=hooks.request,
+        before_record_response=hooks.response,
     )
-    recorder.register_persister(persister)
+    recorder.register_persister(FreshStart())
     return recorder
 
 
@@ -106,7 +106,7 @@ def record_run(
     journal = Journal(path, secrets, keep=not force)
     hooks = JournalingHooks(journal)
     try:
-        with recording_vcr(FreshStart(), hooks=hooks).use_cassette(str(path)):
+        with recording_vcr(hooks).use_cassette(str(path)):
             ending = asyncio.run(runner.run_to_end(prompt, observer=keep_result))
     except BaseException:
         if not journal.count:
