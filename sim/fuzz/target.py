@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-import uvicorn
 from hypothesis import given
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
@@ -45,7 +44,7 @@ from sim.fuzz.invariants import Violation, check_requests
 from sim.fuzz.replies import COUNTED, ReplyDrawer, kind_of
 from sim.fuzz.terms import Profile
 from sim.host.app import Host, api_error
-from sim.host.serve import base_url, listen
+from sim.host.serve import SteppedServer, base_url, listen
 from sim.scenario.answerer import ScriptAnswerer
 from sim.scenario.schema import Scenario, ScriptedReplySpec
 from sim.wire.requests import Asked
@@ -163,12 +162,8 @@ class Endpoint:
         self.host = base_url(sock, "")
         self.runs = 0
         self.board = _Switchboard()
-        self.loop = asyncio.new_event_loop()
-        config = uvicorn.Config(self.board, log_level="warning", access_log=False, lifespan="off")
-        config.load()
-        self.server = uvicorn.Server(config)
-        self.server.lifespan = config.lifespan_class(config)
-        self.loop.run_until_complete(self.server.startup(sockets=[sock]))
+        self.server = SteppedServer(self.board, sock)
+        self.loop = self.server.loop
 
     def open_run(self, host: Host[Answering]) -> tuple[str, str]:
         """A fresh prefix for a run `host` answers, and the base URL its client uses."""
@@ -179,9 +174,7 @@ class Endpoint:
 
     def close(self) -> None:
         """Stop serving, without waiting for connections a target left open (every run is over)."""
-        self.server.should_exit = self.server.force_exit = True
-        self.loop.run_until_complete(self.server.shutdown())
-        self.loop.close()
+        self.server.close()
 
 
 Answering = DrawnAnswerer | ScriptAnswerer

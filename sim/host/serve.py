@@ -137,3 +137,23 @@ class AppServer:
 
     def _terminated(self, number: int, frame: object) -> None:
         self.terminated = True
+
+
+class SteppedServer:
+    """An ASGI app served on a socket by an event loop of the caller's thread, which serves only while the
+    caller runs `loop` (the fuzzer's endpoint: requests are answered, and replies drawn, in the thread that
+    runs the hypothesis example)."""
+
+    def __init__(self, app: Any, sock: socket.socket) -> None:
+        self.loop = asyncio.new_event_loop()
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        config.load()
+        self.server = uvicorn.Server(config)
+        self.server.lifespan = config.lifespan_class(config)
+        self.loop.run_until_complete(self.server.startup(sockets=[sock]))
+
+    def close(self) -> None:
+        """Stop serving, without waiting for connections a client left open."""
+        self.server.should_exit = self.server.force_exit = True
+        self.loop.run_until_complete(self.server.shutdown())
+        self.loop.close()
