@@ -20,6 +20,7 @@ from urllib.parse import quote, unquote
 import httpx2
 
 from sim.cassette.journal import Journal
+from sim.cassette.proxy_terms import STOP_GRACE, UPSTREAM_TIMEOUT
 from sim.cassette.secrets import SECRET_HEADERS
 from sim.cassette.upstream import UpstreamUrl
 from sim.cassette.writer import HttpExchange
@@ -37,12 +38,6 @@ _RESPONSE_DROPPED = frozenset({"content-length", "content-encoding", "connection
 
 Upstream = UpstreamUrl
 """The real API's base URL, parsed as `sim drift` parses its own (`sim.cassette.upstream`)."""
-
-UPSTREAM_TIMEOUT = 120.0
-"""Seconds the proxy waits for the upstream between bytes (`--upstream-timeout`)."""
-STOP_GRACE = 10.0
-"""Seconds a stop (Ctrl-C, SIGTERM, the end of the command) gives the answers in flight to finish and be
-recorded (`sim proxy --grace`); a second Ctrl-C stops at once."""
 
 
 def contained(tail: str) -> str | None:

@@ -3,33 +3,24 @@ program's traffic to the real API)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from collections import Counter
 from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sim.adapters.settings import UpstreamCredentials
-from sim.cassette.journal import Journal
-from sim.cassette.reader import looks_like_cassette, read_cassette
-from sim.cassette.recording_answerer import RecordingAnswerer, base_path, recording_host
-from sim.cassette.recording_proxy import STOP_GRACE, UPSTREAM_TIMEOUT, RecordingProxy, Upstream, proxy_host
-from sim.cassette.scrubbing import Scrubber
-from sim.cassette.secrets import require_scrubbable
+from sim.cassette.proxy_terms import STOP_GRACE, UPSTREAM_TIMEOUT
 from sim.cli.terminal import err, open_one, usage_error
 from sim.core.errors import CassetteError, ConfigurationError
-from sim.core.transcript import counted
 from sim.core.untrusted import visible
-from sim.host.access_log import AccessLog
-from sim.host.serve import AppServer, CommandNotFound, base_url, listen
-from sim.scenario.loader import load_scenario
-from sim.scenario.schema import MAX_LATENCY
-from sim.server.simulator import scenario_host
 from sim.wire.response_store import STORE_LIMIT_BYTES
+
+if TYPE_CHECKING:
+    from sim.host.access_log import AccessLog
+    from sim.host.serve import AppServer
 
 Host = Annotated[str, typer.Option(help="Address to listen on.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print no line per request answered.")]
@@ -44,6 +35,8 @@ PLACEHOLDER_KEY = "sk-sim-proxy-placeholder"
 
 
 def _listening(host: str, port: int) -> AppServer:
+    from sim.host.serve import AppServer, listen
+
     if not 0 <= port <= 65535:
         raise usage_error(f"--port must be from 0 to 65535, not {port}")
     try:
@@ -55,6 +48,8 @@ def _listening(host: str, port: int) -> AppServer:
 def _seconds(option: str, value: float, least: float = 0.0) -> None:
     """A one-line usage error (exit 2) unless `value` is a finite number of seconds from `least` to
     `MAX_LATENCY`, the bound a scenario's latencies have (infinity and NaN are refused too)."""
+    from sim.scenario.schema import MAX_LATENCY
+
     if not least <= value <= MAX_LATENCY:  # NaN compares false with everything
         raise usage_error(f"{option} must be from {least:g} to {MAX_LATENCY:g} seconds, not {value}")
 
@@ -66,11 +61,15 @@ def _write_line(line: str) -> None:
 
 def _access_log(quiet: bool, as_json: bool) -> AccessLog | None:
     """The line per request answered, on standard error (standard output says only where to connect)."""
+    from sim.host.access_log import AccessLog
+
     return None if quiet else AccessLog(_write_line, as_json=as_json)
 
 
 def _tell(problems: list[str], received: int, by_api: Counter[str], answered: str) -> None:
     """What went wrong, a line each, then how many requests came (per API) and what was answered."""
+    from sim.core.transcript import counted
+
     for problem in problems:
         err.print(f"! {visible(problem)}", markup=False)
     counts = ", ".join(f"{api} {count}" for api, count in sorted(by_api.items()))
@@ -112,6 +111,12 @@ def serve(
 ) -> None:
     """Serve an OpenAI-compatible API (Chat Completions and Responses) answering from FILE: a scenario's
     scripted replies, or a cassette's recorded responses."""
+    from sim.cassette.reader import looks_like_cassette
+    from sim.core.transcript import counted
+    from sim.host.serve import base_url
+    from sim.scenario.loader import load_scenario
+    from sim.server.simulator import scenario_host
+
     _seconds("--grace", grace)
     if store_limit < 1:
         raise usage_error(f"--store-limit must be at least 1 MiB, not {store_limit}")
@@ -157,11 +162,18 @@ def serve(
 async def _stop_after(server: AppServer, seconds: float) -> None:
     """Have `server` stop in `seconds` (async, so that it runs on the server's event loop, and returns at
     once: the connection it ran after stays free for the client's next request)."""
+    import asyncio
+
     asyncio.get_running_loop().call_later(seconds, server.stop)
 
 
 def _serve_cassette(file: Path, host: str, port: int, grace: float | None, log: AccessLog | None) -> None:
     """Serve a cassette; with a `grace` (`--once`), until it is over and the grace has passed."""
+    from sim.cassette.reader import read_cassette
+    from sim.cassette.recording_answerer import RecordingAnswerer, base_path, recording_host
+    from sim.core.transcript import counted
+    from sim.host.serve import base_url
+
     once = grace is not None
     cassette = open_one(file, read_cassette)
     if not cassette.interactions:
@@ -238,6 +250,14 @@ def proxy(
 ) -> None:
     """Forward every request to UPSTREAM with OPENAI_API_KEY (never written) and record each exchange into
     FILE when the proxy stops (Ctrl-C, SIGTERM, or the end of COMMAND, whose exit code it exits with)."""
+    from sim.adapters.settings import UpstreamCredentials
+    from sim.cassette.journal import Journal
+    from sim.cassette.recording_proxy import RecordingProxy, Upstream, proxy_host
+    from sim.cassette.scrubbing import Scrubber
+    from sim.cassette.secrets import require_scrubbable
+    from sim.core.transcript import counted
+    from sim.host.serve import CommandNotFound, base_url
+
     _seconds("--upstream-timeout", upstream_timeout, least=0.1)
     _seconds("--grace", grace)
     try:
