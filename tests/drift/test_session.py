@@ -218,8 +218,8 @@ def test_a_chained_conversation_names_the_live_response_it_continues() -> None:
     asyncio.run(warm())
     cycle.answerer.answered = 0  # the script starts again for the drift run; the store keeps the earlier one
     result = asked_of(cassette, cycle.app)
-    assert [drift for drift, _ in turns(result)] == [Drift.same, Drift.same], cycle.problems
-    assert cycle.problems == [] and result.requests == 2
+    assert [drift for drift, _ in turns(result)] == [Drift.same, Drift.same], cycle.answerer.problems
+    assert cycle.answerer.problems == [] and result.requests == 2
     sent = [json.loads(exchange.request_body or b"{}") for exchange in result.conversations[0].exchanges]
     recorded = json.loads(read_cassette(cassette).interactions[1].request.body or b"{}")
     assert recorded["previous_response_id"] == "resp_sim000001"
