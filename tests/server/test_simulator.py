@@ -18,6 +18,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from sim import ModelAPIError, ModelRequest, SystemMessage, UserMessage
 from sim.adapters.openai_chat import OpenAIChatModel
 from sim.core.errors import ModelReplyError
+from sim.core.problems import ProblemKind
 from sim.host.app import Host
 from sim.scenario import load_scenario
 from sim.scenario.answerer import ScriptAnswerer
@@ -256,6 +257,23 @@ class TestValidation:
             in extra.json()["error"]["message"]
         )
         assert messages(sim.answerer.problems)[-1].startswith("scenario echo-42 has no reply left")
+
+    def test_problems_are_typed_with_the_request_they_are_about(self) -> None:
+        sim = simulator()
+        post(sim, {**FIRST, "tools": []}, {**FIRST, "n": 3}, SECOND, SECOND)
+        problems = [(problem.kind, problem.number, problem.code) for problem in sim.answerer.problems]
+        assert problems == [
+            (ProblemKind.expectation_failed, 1, "sim_expectation_failed"),
+            (ProblemKind.not_simulated, 2, "unsupported_value"),
+            (ProblemKind.script_exhausted, 4, "sim_script_exhausted"),
+        ]
+        assert sim.answerer.unused() == []
+
+    def test_unused_replies_are_a_problem_of_the_run_not_of_a_request(self) -> None:
+        sim = simulator()
+        post(sim, FIRST)
+        (unused,) = sim.answerer.unused()
+        assert (unused.kind, unused.number) == (ProblemKind.unused, None)
 
     def test_unused_replies(self) -> None:
         sim = simulator()
