@@ -25,6 +25,11 @@ The interface, whole:
   Each but `Problem` has `said`: what the access log line says was served (None: the host says it from the
   answer, an error's `code: message`).
 - `Pacing`: latency, `first_byte` and `between_chunks` (seconds).
+
+The host serves any answerer: `sim.host.app.Host(answerer, model=, every_path=, store_limit=, on_finished=,
+on_answered=, api_of=)`, its ASGI app `Host.app`, in process through `sim.host.transport.transport(host)`,
+on a port through `sim.host.serve`. What an answerer served is what its answers' `said` says (the access
+log); `finished` is asked after each answer, and `on_finished` called once when it first says so.
 """
 
 from __future__ import annotations
