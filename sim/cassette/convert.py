@@ -112,7 +112,7 @@ def scenario_data(conversation: Conversation, *, name: str, source: str) -> dict
         + (f" (after {earlier} earlier turns, which are not part of this scenario)." if earlier else "."),
         "prompt": prompt,
     }
-    if system is not None:
+    if system:  # an empty one (`instructions: ""`) is no prompt a scenario can say
         data["system_prompt"] = system
     if outcome == "max_turns" or len(replies) > 20:
         data["max_turns"] = len(replies)
