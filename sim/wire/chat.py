@@ -1,5 +1,8 @@
-"""Chat Completions (`POST /v1/chat/completions`): requests encoded incrementally and replies decoded and
-checked (the client side), and requests parsed and replies written as JSON or a stream (the server side)."""
+"""Chat Completions (`POST /v1/chat/completions`), everything about it: its paths; requests encoded
+incrementally and replies decoded and checked (the client side); recorded bodies read (`history`,
+`chained_to`, `response_id`, `ending`, the stream's text pieces); drift's carry-forward (`answer_from_wire`,
+`carried_forward`, `chained`); and requests parsed once and replies written as JSON or a stream (the server
+side, `ChatProtocol`). `sim.wire.CODECS` asks it through one `Codec`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,9 @@
-"""The Responses API (`POST /v1/responses`): requests encoded incrementally and replies decoded, checked and
-assembled from streams (the client side), and requests parsed, chained and checked and replies written as
-JSON or events (the server side); all to and from the core messages.
+"""The Responses API (`POST /v1/responses`), everything about it: its paths; requests encoded incrementally
+and replies decoded, checked and assembled from streams (the client side); recorded bodies read (`history`,
+`chained_to`, `response_id`, `ending`, the stream's text pieces); drift's carry-forward (`answer_from_wire`,
+`carried_forward`, `chained`); and requests parsed, chained and checked once and replies written as JSON or
+events (the server side, `ResponsesProtocol`); all to and from the core messages. `sim.wire.CODECS` asks
+it through one `Codec`.
 
 The system prompt is `instructions`; the history is `input` items (`message`, `function_call` with its
 `call_id`, `function_call_output`, and `reasoning` items sent back as the model returned them); tools
