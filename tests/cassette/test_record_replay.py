@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -209,7 +210,7 @@ def test_changed_system_prompt_names_the_turn_and_the_path(tmp_path: Path) -> No
 
 
 def test_a_changed_recorded_reply_is_found_at_the_next_turn(tmp_path: Path) -> None:
-    def change(data: dict) -> None:
+    def change(data: dict[str, Any]) -> None:
         reply = data["interactions"][0]["response"]["body"]["string"]
         data["interactions"][0]["response"]["body"]["string"] = reply.replace("echo 42", "echo 43")
 

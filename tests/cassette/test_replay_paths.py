@@ -17,6 +17,7 @@ import pytest
 
 from sim.cassette.reader import read_cassette
 from sim.cassette.recording_answerer import RecordingAnswerer, recording_host
+from sim.core.problems import ProblemKind
 from sim.host.app import Host
 from sim.host.serve import AppServer, base_url, listen
 from sim.host.transport import transport
@@ -98,7 +99,9 @@ def assert_the_same_both_ways(path: Path, served: Served) -> None:
     recorded = [(i.response.status, i.response.body) for i in read_cassette(path).interactions]
     assert [(s, b) for s, _, b in answered] == recorded, path.name
     assert status == 400 and json.loads(body)["error"]["code"] == "sim_replay_mismatch", path.name
-    assert [p.message for p in in_process.problems] == [p.message for p in on_a_port.problems]
+    assert in_process.problems == on_a_port.problems
+    (problem,) = in_process.problems  # typed: its kind and the request's number, not text to parse
+    assert (problem.kind, problem.number, problem.status) == (ProblemKind.replay_mismatch, len(requests), 400)
     assert in_process.consumed and on_a_port.consumed
 
 
@@ -132,8 +135,9 @@ def test_recorded_headers_reach_the_client_both_ways(tmp_path: Path, served: Ser
     """Not only equal: the recorded headers a client of the live API read are there, each value of a
     repeated one, and credentials and what described the recorded body are not."""
     path = tmp_path / "headers.yaml"
+    asked = '{"model": "m", "messages": []}'
     request = {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions", "headers": {},
-               "body": '{"model": "m", "messages": []}'}  # fmt: skip
+               "body": asked}  # fmt: skip
     response = {"status": {"code": 500, "message": "Internal Server Error"}, "headers": RECORDED_HEADERS,
                 "body": {"string": '{"error": {"message": "x", "type": "server_error"}}'}}  # fmt: skip
     path.write_text(json.dumps({"interactions": [{"request": request, "response": response}], "version": 1}))
@@ -142,7 +146,7 @@ def test_recorded_headers_reach_the_client_both_ways(tmp_path: Path, served: Ser
 
     async def ask() -> httpx2.Response:
         async with httpx2.AsyncClient(base_url=served.url) as client:
-            return await client.post("/v1/chat/completions", content=request["body"])
+            return await client.post("/v1/chat/completions", content=asked)
 
     headers = asyncio.run(ask()).headers
     assert headers["x-request-id"] == "req_1" and headers["x-should-retry"] == "false"
