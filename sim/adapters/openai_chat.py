@@ -15,7 +15,14 @@ from sim.adapters.sdk_calls import connect, post_json, post_stream
 from sim.core.checks import require_positive_int, require_text
 from sim.core.messages import RequestPairing
 from sim.core.model import ModelReply, ModelRequest
-from sim.wire.chat import RequestEncoder, reply_from_events, reply_from_wire
+from sim.wire.chat import (
+    ENDPOINT,
+    REPLY_LIMIT,
+    RequestEncoder,
+    reply_from_events,
+    reply_from_wire,
+    request_fields,
+)
 
 
 class OpenAIChatModel:
@@ -30,7 +37,7 @@ class OpenAIChatModel:
         max_completion_tokens: int | None = None,
     ) -> None:
         if max_completion_tokens is not None:
-            require_positive_int("max_completion_tokens", max_completion_tokens)
+            require_positive_int(REPLY_LIMIT, max_completion_tokens)
         require_text("model", model)
         self.client = client
         self.model = model
@@ -64,18 +71,12 @@ class OpenAIChatModel:
 
     def request_fields(self) -> dict[str, Any]:
         """The body's fields besides `messages` and `tools`."""
-        fields: dict[str, Any] = {"model": self.model}
-        if self.max_completion_tokens is not None:
-            fields["max_completion_tokens"] = self.max_completion_tokens
-        if self.stream:
-            fields["stream"] = True
-            fields["stream_options"] = {"include_usage": True}
-        return fields
+        return request_fields(self.model, max_tokens=self.max_completion_tokens, stream=self.stream)
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         """Check pairing, send the request, and return the checked reply or raise a typed error."""
         self._pairing.check(request.messages)
         body = self._encoder.body(request, self.request_fields())
         if self.stream:
-            return reply_from_events(await post_stream(self.client, "/chat/completions", body))
-        return reply_from_wire(await post_json(self.client, "/chat/completions", body))
+            return reply_from_events(await post_stream(self.client, ENDPOINT, body))
+        return reply_from_wire(await post_json(self.client, ENDPOINT, body))

@@ -20,10 +20,12 @@ from sim.core.checks import require_positive_int, require_text
 from sim.core.messages import AssistantMessage, ChatMessage, HistoryView, RequestPairing
 from sim.core.model import ModelReply, ModelRequest
 from sim.wire.responses import (
-    ENCRYPTED_REASONING,
+    ENDPOINT,
+    REPLY_LIMIT,
     ItemEncoder,
     reply_from_events,
     reply_from_wire,
+    request_fields,
     response_id,
 )
 
@@ -50,7 +52,7 @@ class OpenAIResponsesModel:
         chain: bool = False,
     ) -> None:
         if max_output_tokens is not None:
-            require_positive_int("max_output_tokens", max_output_tokens)
+            require_positive_int(REPLY_LIMIT, max_output_tokens)
         require_text("model", model)
         self.client = client
         self.model = model
@@ -87,16 +89,13 @@ class OpenAIResponsesModel:
 
     def request_fields(self, previous_response_id: str | None) -> dict[str, Any]:
         """The body's fields besides `instructions`, `input` and `tools`."""
-        fields: dict[str, Any] = {"model": self.model, "store": self.chain}
-        if previous_response_id is not None:
-            fields["previous_response_id"] = previous_response_id
-        if not self.chain:
-            fields["include"] = [ENCRYPTED_REASONING]
-        if self.max_output_tokens is not None:
-            fields["max_output_tokens"] = self.max_output_tokens
-        if self.stream:
-            fields["stream"] = True
-        return fields
+        return request_fields(
+            self.model,
+            chain=self.chain,
+            previous_response_id=previous_response_id,
+            max_tokens=self.max_output_tokens,
+            stream=self.stream,
+        )
 
     def _continues(self, messages: Sequence[ChatMessage]) -> tuple[str | None, int]:
         """The response this request continues and how many history messages the server already holds
@@ -117,10 +116,10 @@ class OpenAIResponsesModel:
         previous, start = self._continues(request.messages) if self.chain else (None, 0)
         body = self._encoder.body(request, self.request_fields(previous), start=start)
         if self.stream:
-            events = await post_stream(self.client, "/responses", body)
+            events = await post_stream(self.client, ENDPOINT, body)
             reply, served_id = reply_from_events(events), response_id(events)
         else:
-            response = await post_json(self.client, "/responses", body)
+            response = await post_json(self.client, ENDPOINT, body)
             reply, served_id = reply_from_wire(response), response_id(response)
         if self.chain and served_id is not None:
             self._stored = _Stored(served_id, request.messages, reply.message)

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from sim.core.errors import ConfigurationError
-from sim.wire import Api
+from sim.wire import ENDPOINTS, Api
 
 REQUIRED = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL")
 
@@ -84,7 +84,7 @@ class Settings:
                 f"OPENAI_BASE_URL has a port out of range (0-65535): {base_url!r}"
             ) from None
         _require_header_safe("OPENAI_API_KEY", values["OPENAI_API_KEY"])
-        for endpoint in ("/chat/completions", "/responses"):
+        for endpoint in ENDPOINTS.values():
             if base_url.rstrip("/").endswith(endpoint):
                 raise ConfigurationError(
                     f"OPENAI_BASE_URL must not end in {endpoint} (the SDK appends it): "

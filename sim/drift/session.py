@@ -205,7 +205,8 @@ def _next(exchange: ModelCall, sender: Resender, state: _Sent, was: Answer, now:
     it (a chained request sends only what is new, and leaves it as it was)."""
     request = exchange.interaction.request
     appended = request.appended
-    if appended is not None and appended.base is state.request and "previous_response_id" not in state.fields:
+    continues_stored = exchange.codec.chained_to(state.fields) is not None
+    if appended is not None and appended.base is state.request and not continues_stored:
         # a request that only appends items (compact, or a plain one repeating the one before): read from
         # those items alone, as the reader did
         added = sender.carried_forward(list(appended.items), was, now)

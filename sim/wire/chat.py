@@ -45,6 +45,8 @@ PATHS: tuple[str, ...] = ("/v1/chat/completions", ENDPOINT)
 """The paths a server answers."""
 CONVERSATION = "messages"
 """The key of a request body's conversation list."""
+REPLY_LIMIT = "max_completion_tokens"
+"""The request field that caps a reply's tokens."""
 
 FINISH_REASONS: frozenset[str] = frozenset({"stop", "tool_calls", "length", "content_filter"})
 
@@ -70,6 +72,18 @@ def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
         "type": "function",
         "function": {"name": spec.name, "description": spec.description, "parameters": dict(spec.parameters)},
     }
+
+
+def request_fields(model: str, *, max_tokens: int | None, stream: bool) -> dict[str, Any]:
+    """A client's request fields besides `messages` and `tools`: the model, the reply limit, and a stream
+    that ends with its usage."""
+    fields: dict[str, Any] = {"model": model}
+    if max_tokens is not None:
+        fields[REPLY_LIMIT] = max_tokens
+    if stream:
+        fields["stream"] = True
+        fields["stream_options"] = {"include_usage": True}
+    return fields
 
 
 class RequestEncoder:

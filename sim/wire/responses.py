@@ -66,6 +66,8 @@ PATHS: tuple[str, ...] = ("/v1/responses", ENDPOINT)
 """The paths a server answers."""
 CONVERSATION = "input"
 """The key of a request body's conversation list."""
+REPLY_LIMIT = "max_output_tokens"
+"""The request field that caps a reply's tokens."""
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 """What a stateless request asks `include` for, to be able to send reasoning back."""
@@ -153,6 +155,24 @@ def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
         "parameters": dict(spec.parameters),
         "strict": False,
     }
+
+
+def request_fields(
+    model: str, *, chain: bool, previous_response_id: str | None, max_tokens: int | None, stream: bool
+) -> dict[str, Any]:
+    """A client's request fields besides `instructions`, `input` and `tools`: the model; with `chain` the
+    server stores the response (and the request continues `previous_response_id`, if given), without it the
+    request asks for the encrypted reasoning it will send back; the reply limit; streaming."""
+    fields: dict[str, Any] = {"model": model, "store": chain}
+    if previous_response_id is not None:
+        fields["previous_response_id"] = previous_response_id
+    if not chain:
+        fields["include"] = [ENCRYPTED_REASONING]
+    if max_tokens is not None:
+        fields[REPLY_LIMIT] = max_tokens
+    if stream:
+        fields["stream"] = True
+    return fields
 
 
 class ItemEncoder:
