@@ -36,9 +36,6 @@ _REQUEST_DROPPED = frozenset({"host", "content-length", "connection", "keep-aliv
 _RESPONSE_DROPPED = frozenset({"content-length", "content-encoding", "connection", "keep-alive",
                                "transfer-encoding"})  # fmt: skip
 
-Upstream = UpstreamUrl
-"""The real API's base URL, parsed as `sim drift` parses its own (`sim.cassette.upstream`)."""
-
 
 def contained(tail: str) -> str | None:
     """`tail` (a request path below the proxy's base) normalised, or None when it would leave the base
@@ -77,7 +74,7 @@ class RecordingProxy:
 
     def __init__(
         self,
-        upstream: Upstream,
+        upstream: UpstreamUrl,
         credentials: Mapping[str, str],
         journal: Journal,
         *,

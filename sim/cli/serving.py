@@ -252,16 +252,17 @@ def proxy(
     FILE when the proxy stops (Ctrl-C, SIGTERM, or the end of COMMAND, whose exit code it exits with)."""
     from sim.adapters.settings import UpstreamCredentials
     from sim.cassette.journal import Journal
-    from sim.cassette.recording_proxy import RecordingProxy, Upstream, proxy_host
+    from sim.cassette.recording_proxy import RecordingProxy, proxy_host
     from sim.cassette.scrubbing import Scrubber
     from sim.cassette.secrets import require_scrubbable
+    from sim.cassette.upstream import UpstreamUrl
     from sim.core.transcript import counted
     from sim.host.serve import CommandNotFound, base_url
 
     _seconds("--upstream-timeout", upstream_timeout, least=0.1)
     _seconds("--grace", grace)
     try:
-        parsed = Upstream.parse(upstream)
+        parsed = UpstreamUrl.parse(upstream)
     except ValueError as error:
         raise usage_error(str(error)) from None
     if cassette.exists() and not force:

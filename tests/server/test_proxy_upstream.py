@@ -16,7 +16,8 @@ import pytest
 
 from sim.cassette.journal import Journal
 from sim.cassette.reader import read_cassette
-from sim.cassette.recording_proxy import RecordingProxy, Upstream, contained, proxy_host
+from sim.cassette.recording_proxy import RecordingProxy, contained, proxy_host
+from sim.cassette.upstream import UpstreamUrl
 from tests.server.processes import SIM
 
 KEY = "sk-upstream-REAL-key-0123456789"
@@ -30,7 +31,7 @@ GLUED = ["token{}", "xx{}yy", "_{}_", "{}-", "{}0"]
 def recording(upstream: str, cassette: Path) -> RecordingProxy:
     """A proxy to `upstream` that records into `cassette`."""
     return RecordingProxy(
-        Upstream.parse(upstream), {"authorization": f"Bearer {KEY}"}, Journal(cassette, (KEY,))
+        UpstreamUrl.parse(upstream), {"authorization": f"Bearer {KEY}"}, Journal(cassette, (KEY,))
     )
 
 
@@ -85,7 +86,7 @@ def test_a_credential_in_the_upstreams_query_is_sent_but_never_shown_or_recorded
     assert seen[0].url.params["key"] == QUERY_SECRET  # the upstream needs it
     (uri,) = recorded_uris(proxy)
     assert QUERY_SECRET not in uri and "key=***" in uri
-    assert QUERY_SECRET not in str(Upstream.parse(upstream))
+    assert QUERY_SECRET not in str(UpstreamUrl.parse(upstream))
 
 
 def test_an_unreachable_upstream_says_so_without_its_credentials(tmp_path: Path) -> None:
@@ -187,7 +188,7 @@ def test_the_key_glued_to_other_text_never_reaches_the_proxys_cassette(key: str,
 
     cassette = tmp_path / "cassette.yaml"
     proxy = RecordingProxy(
-        Upstream.parse("https://api.example.com/v1"),
+        UpstreamUrl.parse("https://api.example.com/v1"),
         {"authorization": f"Bearer {key}"},
         Journal(cassette, (key,)),
     )
@@ -231,5 +232,5 @@ def test_credential_parameters_are_known_by_name_and_by_value_and_never_recorded
     (uri,) = recorded_uris(proxy)
     assert all(value not in uri for value in secrets.values()), uri
     assert all(f"{name}={value}" in uri for name, value in kept.items()), uri
-    shown = str(Upstream.parse(f"https://llm.example.com/v1?{query}"))  # as a 502 or the access log says it
+    shown = str(UpstreamUrl.parse(f"https://llm.example.com/v1?{query}"))  # as a 502 or the access log says
     assert all(value not in shown for value in secrets.values()) and "keyword=weather" in shown
