@@ -15,14 +15,14 @@ import yaml
 from typer.testing import CliRunner
 
 from sim.cli import app
-from sim.cli.pages import fuzzed, fuzzed_target
 from sim.core.loop import RunEnding
-from sim.reports.html import render, steps
-from sim.scenario.schema import Scenario
 from sim.fuzz.campaign import ExampleRun, FuzzReport
 from sim.fuzz.invariants import Violation
 from sim.fuzz.target import TargetCampaign
 from sim.fuzz.terms import Profile
+from sim.pages import fuzzed, fuzzed_target
+from sim.reports.html import render, steps
+from sim.scenario.schema import Scenario
 from tests.corpus import CORPUS, needs_corpus
 
 ROOT = Path(__file__).resolve().parents[2]
