@@ -24,7 +24,7 @@ from replay import compacted, record, scenario  # bench/replay.py's (this script
 from sim.drift.compare import Drift
 from sim.drift.session import UpstreamConnection, drift_file
 from sim.scenario import load_scenario
-from sim.server import scenario_host
+from sim.scenario.answerer import scenario_host
 
 
 def overhead(cassette: Path, source: Path) -> tuple[float, float, int]:

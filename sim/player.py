@@ -23,7 +23,7 @@ from sim.scenario.expectations import unmet_expectations
 from sim.scenario.loader import load_scenario
 from sim.scenario.schema import Scenario
 from sim.scenario.world import build_world, scripted_replies, unused_script
-from sim.server.simulator import scenario_host
+from sim.scenario.answerer import scenario_host
 from sim.wire import Api
 
 

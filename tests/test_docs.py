@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from sim.cli import app
 from sim.scenario import load_scenario
-from tests.server.processes import SIM, served
+from tests.host.processes import SIM, served
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -115,7 +115,7 @@ def serve(
     from sim.core.transcript import counted
     from sim.host.serve import base_url
     from sim.scenario.loader import load_scenario
-    from sim.server.simulator import scenario_host
+    from sim.scenario.answerer import scenario_host
 
     _seconds("--grace", grace)
     if store_limit < 1:

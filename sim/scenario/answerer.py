@@ -5,25 +5,31 @@ and what went wrong is kept as `Problem` values.
 Both APIs share one script: a conversation may even change API between requests. `scripted_answer` is how
 one scripted reply answers one request (an expectation failure, a contradiction of its `tool_choice`, an
 error, a malformed body, the reply), for any answerer that has `ScriptedReplySpec`s to send.
+`scenario_host(scenario)` is the script behind the HTTP host, as `sim serve SCENARIO` serves it and as a
+scenario is played in process; its `.app` is an ASGI app to mount anywhere.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import MutableSequence
+from collections.abc import Callable, MutableSequence
 from dataclasses import dataclass
+from typing import Any
 
 from sim.core.model import ModelReply, ModelRequest
 from sim.core.problems import Problem, ProblemKind
+from sim.host.access_log import Answered
 from sim.host.answers import Answer, ApiError, ModelAnswer, Pacing, Received, Refusal
+from sim.host.app import Host
 from sim.scenario.expectations import check_request
 from sim.scenario.outline import summary
 from sim.scenario.schema import Latency, Scenario, ScriptedReplySpec
 from sim.scenario.world import scripted_reply
 from sim.wire.requests import Asked
+from sim.wire.response_store import STORE_LIMIT_BYTES
 from sim.wire.tool_choice import contradicts_tool_choice
 
-__all__ = ["ScriptAnswerer", "scripted_answer"]
+__all__ = ["ScriptAnswerer", "scenario_host", "scripted_answer"]
 
 _NO_RETRY = (("x-should-retry", "false"),)
 
@@ -251,3 +257,26 @@ class ScriptAnswerer:
             return retry
         erred.left -= 1
         return None
+
+
+def scenario_host(
+    scenario: Scenario,
+    *,
+    cycle: bool = False,
+    keep_requests: bool = True,
+    store_limit: int = STORE_LIMIT_BYTES,
+    on_finished: Callable[[], Any] | None = None,
+    on_answered: Callable[[Answered], None] | None = None,
+) -> Host[ScriptAnswerer]:
+    """`scenario`'s script served (see `ScriptAnswerer` and `Host`); with `on_finished`, called once after
+    the answer that finishes the scenario, every request after it is answered `sim_scenario_finished`."""
+    answerer = ScriptAnswerer(
+        scenario, cycle=cycle, keep_requests=keep_requests, ends=on_finished is not None
+    )
+    return Host(
+        answerer,
+        model=scenario.model,
+        store_limit=store_limit,
+        on_finished=on_finished,
+        on_answered=on_answered,
+    )

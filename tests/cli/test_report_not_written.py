@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from sim.cli import app, drifting
 from sim.scenario.schema import Scenario
-from sim.server import scenario_host
+from sim.scenario.answerer import scenario_host
 
 ROOT = Path(__file__).resolve().parents[2]
 ECHO = ROOT / "scenarios" / "echo-42.yaml"

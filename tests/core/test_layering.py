@@ -86,10 +86,10 @@ def test_front_ends_sit_above_everything_and_reports_take_plain_data() -> None:
 
 
 def test_the_package_users_import_first_imports_on_its_own() -> None:
-    """In a fresh interpreter, as a user's `from sim.server import scenario_host` does: a circle between two
+    """In a fresh interpreter, as a user's `from sim.scenario.answerer import scenario_host` does: a circle between two
     packages fails only when the wrong one is imported first (the walk above finds any circle)."""
     done = subprocess.run(
-        [sys.executable, "-c", "from sim.server import scenario_host"],
+        [sys.executable, "-c", "from sim.scenario.answerer import scenario_host"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -23,8 +23,8 @@ from sim.cli import app, drifting
 from sim.host.app import Host
 from sim.scenario.answerer import ScriptAnswerer
 from sim.scenario.schema import Scenario
-from sim.server import scenario_host
-from tests.server.processes import SIM, served
+from sim.scenario.answerer import scenario_host
+from tests.host.processes import SIM, served
 
 ROOT = Path(__file__).resolve().parents[2]
 ECHO = ROOT / "scenarios" / "echo-42.yaml"

@@ -17,7 +17,7 @@ from typer.testing import CliRunner, Result
 
 from sim.cli import app, drifting
 from sim.scenario.schema import Scenario
-from sim.server import scenario_host
+from sim.scenario.answerer import scenario_host
 from tests.filesystems import fill
 
 ROOT = Path(__file__).resolve().parents[2]

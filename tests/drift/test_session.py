@@ -27,7 +27,7 @@ from sim.drift.session import FileDrift, UpstreamConnection, drift_file
 from sim.host.app import Host
 from sim.scenario.answerer import ScriptAnswerer
 from sim.scenario.schema import Scenario
-from sim.server import scenario_host
+from sim.scenario.answerer import scenario_host
 from tests.corpus import needs_corpus, real_cassettes
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.processes import MARKED_KEY, ROOT, SIM, program, served
+from tests.host.processes import MARKED_KEY, ROOT, SIM, program, served
 
 FRAMEWORKS = ROOT / "examples" / "frameworks"
 WEATHER = FRAMEWORKS / "weather.yaml"

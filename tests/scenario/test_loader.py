@@ -9,7 +9,7 @@ import pytest
 from sim import ModelAPIError, ScenarioError
 from sim.scenario import load_scenario, scenario_files
 from sim.scenario.world import scripted_replies
-from tests.server.processes import SIM
+from tests.host.processes import SIM
 
 MALFORMED = sorted((Path(__file__).parent / "malformed").glob("*.yaml"))
 

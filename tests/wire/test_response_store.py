@@ -22,9 +22,9 @@ from sim.core.messages import (
     UserMessage,
 )
 from sim.scenario import load_scenario
-from sim.server import scenario_host
+from sim.scenario.answerer import scenario_host
 from sim.wire.response_store import ResponseStore
-from tests.server.in_process import messages, talk
+from tests.host.in_process import messages, talk
 
 CALL = {"tool_calls": [{"name": "lookup", "arguments": {"city": "Paris"}}]}
 

@@ -22,7 +22,7 @@ from sim.cassette.reader import read_cassette
 from sim.core.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from sim.core.model import ModelRequest, ToolSpec
 from sim.scenario import load_scenario
-from sim.server import scenario_host
+from sim.scenario.answerer import scenario_host
 from tests.corpus import CORPUS, needs_corpus
 from tests.spec import TOLERATED, differences, untolerated
 

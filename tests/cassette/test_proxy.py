@@ -21,7 +21,7 @@ import pytest
 
 from sim.cassette.reader import read_cassette
 from sim.cassette.recording_proxy import api_of
-from tests.server.processes import MARKED_KEY, ROOT, SIM, program, served, sim_process
+from tests.host.processes import MARKED_KEY, ROOT, SIM, program, served, sim_process
 
 WEATHER = ROOT / "examples" / "frameworks" / "weather.yaml"
 RAW_SDK = [sys.executable, "examples/frameworks/raw_sdk_weather.py"]

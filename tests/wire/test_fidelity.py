@@ -13,7 +13,7 @@ import openai
 import pytest
 from openai import AsyncOpenAI
 
-from tests.server.in_process import messages, simulator, talk
+from tests.host.in_process import messages, simulator, talk
 
 LOOKUP = {
     "type": "function",

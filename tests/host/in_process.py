@@ -16,7 +16,7 @@ from sim.core.problems import Problem
 from sim.host.app import Host
 from sim.scenario import load_scenario
 from sim.scenario.answerer import ScriptAnswerer
-from sim.server import scenario_host
+from sim.scenario.answerer import scenario_host
 
 T = TypeVar("T")
 

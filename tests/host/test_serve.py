@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.processes import SIM, served
+from tests.host.processes import SIM, served
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 

@@ -14,8 +14,8 @@ from openai import AsyncOpenAI
 from sim.core.errors import ScenarioError
 from sim.host.app import Host
 from sim.scenario.answerer import ScriptAnswerer
-from tests.server import in_process
-from tests.server.in_process import messages, talk
+from tests.host import in_process
+from tests.host.in_process import messages, talk
 
 TOOL = {"type": "function", "name": "lookup", "description": "Looks up.", "strict": False,
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}  # fmt: skip

@@ -12,7 +12,7 @@ import httpx2
 from sim.cassette.reader import read_cassette
 from sim.cassette.recording_answerer import RecordingAnswerer, recording_host
 from sim.host.access_log import AccessLog, Answered
-from tests.server.in_process import simulator
+from tests.host.in_process import simulator
 
 ROOT = Path(__file__).resolve().parents[2]
 NOON = 1_700_000_000.0

@@ -25,7 +25,7 @@ from sim.host.access_log import Answered
 from sim.host.app import Host
 from tests.cassette.test_compact import many_references
 from tests.corpus import needs_corpus, real_cassettes
-from tests.server.processes import ROOT, SIM, served
+from tests.host.processes import ROOT, SIM, served
 
 BUNDLED = sorted((ROOT / "cassettes").rglob("*.yaml"))
 

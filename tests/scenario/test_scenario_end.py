@@ -19,8 +19,8 @@ from sim.core.errors import ScenarioError
 from sim.host.app import Host
 from sim.scenario import load_scenario
 from sim.scenario.answerer import ScriptAnswerer
-from sim.server import scenario_host
-from tests.server.in_process import messages
+from sim.scenario.answerer import scenario_host
+from tests.host.in_process import messages
 
 USER = [{"role": "user", "content": "p"}]
 

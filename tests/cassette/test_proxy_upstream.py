@@ -18,7 +18,7 @@ from sim.cassette.journal import Journal
 from sim.cassette.reader import read_cassette
 from sim.cassette.recording_proxy import RecordingProxy, contained, proxy_host
 from sim.cassette.upstream import UpstreamUrl
-from tests.server.processes import SIM
+from tests.host.processes import SIM
 
 KEY = "sk-upstream-REAL-key-0123456789"
 QUERY_SECRET = "azure-query-secret-ABCDEF123456"

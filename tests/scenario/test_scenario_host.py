@@ -22,9 +22,9 @@ from sim.core.problems import ProblemKind
 from sim.host.app import Host
 from sim.scenario import load_scenario
 from sim.scenario.answerer import ScriptAnswerer
-from sim.server import scenario_host
+from sim.scenario.answerer import scenario_host
 from sim.wire.chat import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON, STREAM_ENDED_EARLY
-from tests.server.in_process import messages, talk
+from tests.host.in_process import messages, talk
 
 ECHO = Path(__file__).resolve().parents[2] / "scenarios" / "echo-42.yaml"
 SYSTEM = {"role": "system", "content": "You are a coding agent."}
