@@ -145,7 +145,7 @@ PARTS = [  # (the part of the stack, what its files' paths contain), the first t
     ("hypothesis: drawing, shrinking, the database", ("/hypothesis/",)),
     ("sim: the drawer, strategies, invariants, findings", ("/sim/fuzz/", "/sim/scenario/")),
     ("sim: the loop, messages, tools", ("/sim/core/",)),
-    ("sim: the host, the simulator and the wire codecs", ("/sim/host/", "/sim/server/", "/sim/wire/",
+    ("sim: the host, the simulator and the wire codecs", ("/sim/host/", "/sim/wire/",
                                                            "/sim/adapters/", "/sim/cassette/")),
     ("pydantic, the openai SDK, httpx", ("/openai/", "/httpx", "/httpcore", "/pydantic", "/h11/",
                                                   "/anyio/", "/starlette/", "/uvicorn/", "/examples/")),
