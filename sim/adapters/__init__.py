@@ -1,2 +1,2 @@
-"""The edge to the outside: the two wire codecs (Chat Completions, Responses), the OpenAI SDK adapters,
-settings."""
+"""The loop's model clients: the OpenAI SDK adapters, each over its API's wire module (`sim.wire`), chosen by
+`connect_model`; `AnswererModel`, which asks an answerer directly; the settings of a live endpoint."""
