@@ -125,3 +125,12 @@ def codec_for(path: str) -> Codec | None:
     """The codec of the API a request path posts to (any host's: OpenAI's, Azure's, a compatible one)."""
     trimmed = path.rstrip("/")
     return next((codec for codec in CODECS.values() if trimmed.endswith(codec.endpoint)), None)
+
+
+def api_asked(path: str) -> Api | None:
+    """The API a request path asks: the one it posts to (`codec_for`), or, below the Responses API's
+    endpoint, a response it stored (`/v1/responses/{id}`, its `input_items`)."""
+    codec = codec_for(path)
+    if codec is not None:
+        return codec.api
+    return Api.responses if f"{responses.ENDPOINT}/" in path else None

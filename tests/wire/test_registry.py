@@ -8,7 +8,7 @@ import pytest
 from sim.core.errors import ConfigurationError
 from sim.core.messages import AssistantMessage
 from sim.core.model import ModelReply
-from sim.wire import CODECS, ENDPOINTS, Api, codec_for
+from sim.wire import CODECS, ENDPOINTS, Api, api_asked, codec_for
 from sim.wire import chat as chat_module
 from sim.wire import responses as responses_module
 
@@ -68,3 +68,18 @@ def test_only_the_responses_api_chains() -> None:
     assert CODECS[Api.chat].chained_to(body) is None
     assert CODECS[Api.responses].response_id({"id": "resp_1", "object": "response"}) == "resp_1"
     assert CODECS[Api.chat].response_id({"id": "chatcmpl-1"}) is None
+
+
+@pytest.mark.parametrize(
+    ("path", "api"),
+    [
+        ("/v1/chat/completions", Api.chat),
+        ("/v1/responses", Api.responses),
+        ("/v1/responses/resp_1", Api.responses),
+        ("/v1/responses/resp_1/input_items", Api.responses),
+        ("/v1/models", None),
+        ("/v1/embeddings", None),
+    ],
+)
+def test_the_api_a_path_asks_includes_a_stored_response(path: str, api: Api | None) -> None:
+    assert api_asked(path) is api
