@@ -18,12 +18,11 @@ from sim.core.outcome import Outcome
 from sim.core.scripted import ScriptedModel
 from sim.core.transcript import TranscriptRecorder
 from sim.host.transport import transport
-from sim.scenario.answerer import ScriptAnswerer
+from sim.scenario.answerer import ScriptAnswerer, scenario_host
 from sim.scenario.expectations import unmet_expectations
 from sim.scenario.loader import load_scenario
 from sim.scenario.schema import Scenario
 from sim.scenario.world import build_world, scripted_replies, unused_script
-from sim.scenario.answerer import scenario_host
 from sim.wire import Api
 
 

@@ -12,8 +12,8 @@ import yaml
 from typer.testing import CliRunner
 
 from sim.cli import app, drifting
-from sim.scenario.schema import Scenario
 from sim.scenario.answerer import scenario_host
+from sim.scenario.schema import Scenario
 
 ROOT = Path(__file__).resolve().parents[2]
 ECHO = ROOT / "scenarios" / "echo-42.yaml"

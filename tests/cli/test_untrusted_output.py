@@ -18,10 +18,10 @@ from sim.cassette.recording_answerer import RecordingAnswerer, recording_host
 from sim.cli import app, drifting, serving
 from sim.core.untrusted import visible
 from sim.host.access_log import AccessLog
-from sim.scenario.schema import Scenario
 from sim.scenario.answerer import scenario_host
-from tests.scripts import chat_cassette
+from sim.scenario.schema import Scenario
 from tests.host.test_access_log import post
+from tests.scripts import chat_cassette
 
 ROOT = Path(__file__).resolve().parents[2]
 UNSEEN = ("\u200b", "\u200e", "\u200f", "\u00ad", "\u2028", "\u202e", "\x1b", "\x85", "\n", "\x7f", "\ufeff")

@@ -21,9 +21,8 @@ from typer.testing import CliRunner, Result
 
 from sim.cli import app, drifting
 from sim.host.app import Host
-from sim.scenario.answerer import ScriptAnswerer
+from sim.scenario.answerer import ScriptAnswerer, scenario_host
 from sim.scenario.schema import Scenario
-from sim.scenario.answerer import scenario_host
 from tests.host.processes import SIM, served
 
 ROOT = Path(__file__).resolve().parents[2]

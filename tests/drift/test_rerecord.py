@@ -16,8 +16,8 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from sim.cli import app, drifting
-from sim.scenario.schema import Scenario
 from sim.scenario.answerer import scenario_host
+from sim.scenario.schema import Scenario
 from tests.filesystems import fill
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -25,9 +25,8 @@ from sim.drift import session
 from sim.drift.compare import Drift
 from sim.drift.session import FileDrift, UpstreamConnection, drift_file
 from sim.host.app import Host
-from sim.scenario.answerer import ScriptAnswerer
+from sim.scenario.answerer import ScriptAnswerer, scenario_host
 from sim.scenario.schema import Scenario
-from sim.scenario.answerer import scenario_host
 from tests.corpus import needs_corpus, real_cassettes
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -15,8 +15,7 @@ from openai import AsyncOpenAI
 from sim.core.problems import Problem
 from sim.host.app import Host
 from sim.scenario import load_scenario
-from sim.scenario.answerer import ScriptAnswerer
-from sim.scenario.answerer import scenario_host
+from sim.scenario.answerer import ScriptAnswerer, scenario_host
 
 T = TypeVar("T")
 

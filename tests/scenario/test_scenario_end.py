@@ -18,8 +18,7 @@ from openai import AsyncOpenAI
 from sim.core.errors import ScenarioError
 from sim.host.app import Host
 from sim.scenario import load_scenario
-from sim.scenario.answerer import ScriptAnswerer
-from sim.scenario.answerer import scenario_host
+from sim.scenario.answerer import ScriptAnswerer, scenario_host
 from tests.host.in_process import messages
 
 USER = [{"role": "user", "content": "p"}]

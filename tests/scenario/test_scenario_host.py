@@ -21,8 +21,7 @@ from sim.core.errors import ModelReplyError
 from sim.core.problems import ProblemKind
 from sim.host.app import Host
 from sim.scenario import load_scenario
-from sim.scenario.answerer import ScriptAnswerer
-from sim.scenario.answerer import scenario_host
+from sim.scenario.answerer import ScriptAnswerer, scenario_host
 from sim.wire.chat import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON, STREAM_ENDED_EARLY
 from tests.host.in_process import messages, talk
 
