@@ -40,6 +40,7 @@ from hypothesis import seed as hypothesis_seed
 from sim.fuzz.campaign import campaign_settings, fuzz
 from sim.fuzz.strategies import scenarios
 from sim.fuzz.target import fuzz_target, load_target
+from sim.player import Via
 from sim.scenario.schema import Scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,9 +81,9 @@ def bare_campaign(examples: int, seed: int) -> float:
     return examples / (time.perf_counter() - started)
 
 
-def sim_campaign(examples: int, seed: int) -> float:
+def sim_campaign(examples: int, seed: int, via: Via = "direct") -> float:
     started = time.perf_counter()
-    report = fuzz(examples=examples, seed=seed)
+    report = fuzz(examples=examples, seed=seed, via=via)
     assert report.failure is None and report.runs == examples
     return examples / (time.perf_counter() - started)
 
@@ -206,16 +207,18 @@ def main() -> None:
         where_the_time_goes(lambda: sim_campaign(options.examples, 0), "sim fuzz-loop --via direct")
         where_the_time_goes(lambda: target_campaign(options.examples, 0), "sim fuzz --target, in process")
         return
-    bare, ours = [], []
+    bare, ours, sdk = [], [], []
     for repeat in range(options.repeats):
         bare.append(bare_campaign(options.examples, seed=repeat))
         ours.append(sim_campaign(options.examples, seed=repeat))
-    bare_rate, our_rate = statistics.median(bare), statistics.median(ours)
+        sdk.append(sim_campaign(options.examples, seed=repeat, via="sdk"))
+    bare_rate, our_rate, sdk_rate = statistics.median(bare), statistics.median(ours), statistics.median(sdk)
     print(f"{options.examples} examples a campaign, medians of {options.repeats} campaigns")
     print("| campaign | examples/s | vs bare loop |")
     print("|---|---:|---:|")
     print(f"| bare 30-line loop (reference) | {bare_rate:,.0f} | 100% |")
     print(f"| sim fuzz-loop --via direct | {our_rate:,.0f} | {our_rate / bare_rate:.0%} |")
+    print(f"| sim fuzz-loop --via sdk | {sdk_rate:,.0f} | {sdk_rate / bare_rate:.0%} |")
     targets = [target_campaign(options.examples, seed=repeat) for repeat in range(options.repeats)]
     single = [pytest_campaign(options.pytest_examples, []) for _ in range(3)]
     spread = [pytest_campaign(options.pytest_examples, ["-n", "2"]) for _ in range(3)]

@@ -10,19 +10,19 @@ from typing import Literal
 
 import httpx2
 
+from sim.adapters.answerer_model import AnswererModel
 from sim.adapters.connect import connect_model
 from sim.core.errors import ScenarioError
 from sim.core.loop import DEFAULT_SYSTEM_PROMPT, AgentRunner
 from sim.core.model import ModelClient
 from sim.core.outcome import Outcome
-from sim.core.scripted import ScriptedModel
 from sim.core.transcript import TranscriptRecorder
 from sim.host.transport import transport
 from sim.scenario.answerer import ScriptAnswerer, scenario_host
 from sim.scenario.expectations import unmet_expectations
 from sim.scenario.loader import load_scenario
 from sim.scenario.schema import Scenario
-from sim.scenario.world import build_world, scripted_replies, unused_script
+from sim.scenario.world import build_world
 from sim.wire import Api
 
 
@@ -47,9 +47,10 @@ class PlayReport:
 
 
 Via = Literal["direct", "sdk"]
-"""How the loop reaches the scripted model: `direct` (a `ScriptedModel`), or `sdk` (the real OpenAI
-adapter and SDK, over Chat Completions or the Responses API, talking to the simulator serving the
-scenario, in process)."""
+"""The client the loop asks the scenario's script (a `ScriptAnswerer`) through: `direct` (the answerer
+itself, asked in process by `AnswererModel`: no HTTP, no SDK), or `sdk` (the real OpenAI adapter and SDK,
+over Chat Completions or the Responses API, talking to the script served by the host, in process). The
+same answerer judges the requests either way."""
 
 SIMULATOR_URL = "http://simulator.sim/v1"
 
@@ -66,12 +67,12 @@ def connect(
     api: Api = Api.chat,
     chain: bool = False,
     wrap: Wrap | None = None,
-) -> tuple[ModelClient, ScriptedModel, ScriptAnswerer | None]:
-    """The model the loop talks to, and the fakes behind it: the `ScriptedModel` itself (`direct`), or the
-    real adapter for `api` and the SDK in front of the scenario's script served in process (`sdk`)."""
-    scripted = ScriptedModel(scripted_replies(scenario))
+) -> tuple[ModelClient, ScriptAnswerer]:
+    """The model the loop talks to, and the scenario's script that answers it: asked directly (`direct`),
+    or served in process to the real adapter for `api` and the SDK (`sdk`)."""
     if via == "direct":
-        return scripted, scripted, None
+        answerer = ScriptAnswerer(scenario)
+        return AnswererModel(answerer, scenario.model), answerer
     host = scenario_host(scenario)
     model = connect_model(
         api,
@@ -82,7 +83,7 @@ def connect(
         chain=chain,
         http_client=httpx2.AsyncClient(transport=(wrap or _as_is)(transport(host))),
     )
-    return model, scripted, host.answerer
+    return model, host.answerer
 
 
 def _as_is(transport: httpx2.AsyncBaseTransport) -> httpx2.AsyncBaseTransport:
@@ -99,13 +100,14 @@ async def play_scenario(
     chain: bool = False,
     wrap: Wrap | None = None,
 ) -> PlayReport:
-    """Run `scenario` through the real loop with strict scripted fakes and check what came out (`wrap`:
-    around the transport to the simulator, with `via` sdk)."""
+    """Run `scenario` through the real loop with strict scripted fakes and check what came out: the
+    script's problems (its answerer judged each request), what the world's fakes left unused, and the
+    scenario's `expect` (`wrap`: around the transport to the simulator, with `via` sdk)."""
     started = time.perf_counter()
     prompt = scenario.require_prompt()
     world = build_world(scenario)
     recorder = TranscriptRecorder()
-    model, scripted, script = connect(scenario, via=via, stream=stream, api=api, chain=chain, wrap=wrap)
+    model, script = connect(scenario, via=via, stream=stream, api=api, chain=chain, wrap=wrap)
     runner = AgentRunner(
         model,
         world.tools,
@@ -123,10 +125,7 @@ async def play_scenario(
         problems = [str(error)]
     else:
         outcome = ending.outcome
-        if script is not None:  # the script checked each request as it came
-            problems = [problem.message for problem in script.problems + script.unused()] + world.unused()
-        else:
-            problems = unused_script(scripted) + world.unused()
+        problems = [problem.message for problem in script.problems + script.unused()] + world.unused()
         problems += unmet_expectations(
             scenario,
             outcome=outcome,
@@ -134,7 +133,6 @@ async def play_scenario(
             final_text=final_text,
             turns=turns,
             tool_results={call: event.result for call, event in recorder.tool_results.items()},
-            requests=scripted.requests if script is None else None,
         )
     return PlayReport(
         path=str(path) if path else "",

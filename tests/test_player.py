@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from sim.player import PlayReport, play_file
+from sim.player import PlayReport, Via, play_file, play_scenario
+from sim.scenario import load_scenario
+from sim.scenario.schema import RequestExpectation, Scenario
 from sim.wire import Api
 
 ECHO = """
@@ -63,18 +65,10 @@ def test_matching_run_passes_with_a_transcript(tmp_path: Path) -> None:
          "expect.tool_results.call_1.error_code: expected 'shell_failed', got None"),
         ('call_1: {content: "42", is_error: false}', "call_9: {content: x}",
          "expect.tool_results.call_9: no call with this id ran"),
-        ("message_count: 4", "message_count: 5",
-         "replies[1].expect_request.message_count: expected 5, got 4"),
-        ('tool_call_id: call_1, content: "42"}', 'tool_call_id: call_1, content: "41"}',
-         "replies[1].expect_request.last_message.content: expected '41', got '42'"),
-        ("last_message: {role: user,", "last_message: {role: assistant,",
-         "replies[0].expect_request.last_message.role: expected 'assistant', got 'user'"),
-        ("tools: [shell]", "tools: []", "replies[0].expect_request.tools: expected [], got ['shell']"),
     ],
     ids=[
         "outcome", "final_text", "turns", "result content", "result is_error", "result error_code",
-        "result of a call that never ran", "request message_count", "request last content",
-        "request last role", "request tools",
+        "result of a call that never ran",
     ],
 )  # fmt: skip
 def test_each_differing_field_is_reported(tmp_path: Path, old: str, new: str, problem: str) -> None:
@@ -82,6 +76,47 @@ def test_each_differing_field_is_reported(tmp_path: Path, old: str, new: str, pr
     report = play(tmp_path, ECHO.replace(old, new))
     assert not report.passed
     assert report.problems == (problem,)
+
+
+def refused(problem: str, *, number: int) -> tuple[str, ...]:
+    """The problems of ECHO's run when its request `number` differs from its `expect_request`: the
+    difference, and what a run that ends with the 400 answering it leaves undone, in the order reported."""
+    ended = f"expect.outcome: expected 'completed', got 'api_error' (HTTP 400: {problem})"
+    missing = "expect.final_text: expected 'It printed 42.', got None"
+    if number == 2:
+        return (problem, ended, missing)
+    unused = (
+        "simulator for case has 1 unused of 2 scripted replies",
+        "scripted commands never run: 'echo 42'",
+    )
+    never = ("expect.turns: expected 2, got 1", "expect.tool_results.call_1: no call with this id ran")
+    return (problem, *unused, ended, missing, *never)
+
+
+@pytest.mark.parametrize("via", ["direct", "sdk"])
+@pytest.mark.parametrize(
+    ("old", "new", "problem", "number"),
+    [
+        ("message_count: 4", "message_count: 5",
+         "replies[1].expect_request.message_count: expected 5, got 4", 2),
+        ('tool_call_id: call_1, content: "42"}', 'tool_call_id: call_1, content: "41"}',
+         "replies[1].expect_request.last_message.content: expected '41', got '42'", 2),
+        ("last_message: {role: user,", "last_message: {role: assistant,",
+         "replies[0].expect_request.last_message.role: expected 'assistant', got 'user'", 1),
+        ("tools: [shell]", "tools: []", "replies[0].expect_request.tools: expected [], got ['shell']", 1),
+    ],
+    ids=["message_count", "last content", "last role", "tools"],
+)  # fmt: skip
+def test_a_request_that_differs_from_its_expect_request_is_answered_with_the_difference(
+    tmp_path: Path, via: Via, old: str, new: str, problem: str, number: int
+) -> None:
+    """The script's answerer checks each request as it comes and answers a differing one with a 400 saying
+    how it differs: the run ends there, whichever client the loop asks it through."""
+    assert old in ECHO
+    path = tmp_path / "case.yaml"
+    path.write_text(textwrap.dedent(ECHO.replace(old, new)))
+    report = asyncio.run(play_file(path, via=via))
+    assert report.problems == refused(problem, number=number)
 
 
 def test_several_differences_are_all_reported(tmp_path: Path) -> None:
@@ -109,13 +144,13 @@ def test_expect_request_for_a_reply_never_requested(tmp_path: Path) -> None:
     expect: {outcome: incomplete}
     """
     report = play(tmp_path, text)
-    assert "replies[1].expect_request: the loop sent no request for this reply" in report.problems
+    assert report.problems == ("simulator for case has 1 unused of 2 scripted replies",)
 
 
 class TestStrictness:
     def test_unused_reply(self, tmp_path: Path) -> None:
         report = play(tmp_path, "prompt: p\nreplies: [{content: one}, {content: two}]\n")
-        assert report.problems == ("ScriptedModel has 1 unused of 2 scripted replies",)
+        assert report.problems == ("simulator for case has 1 unused of 2 scripted replies",)
 
     def test_request_without_a_reply(self, tmp_path: Path) -> None:
         text = """
@@ -125,8 +160,12 @@ class TestStrictness:
           - tool_calls: [{name: shell, arguments: {command: ls}}]
         """
         report = play(tmp_path, text)
-        assert report.outcome is None
-        assert report.problems == ("ScriptedModel got request 2 but its script has 1 replies",)
+        assert report.outcome == "api_error"
+        exhausted = "scenario case has no reply left for request 2 (it scripts 1)"
+        assert report.problems == (
+            exhausted,
+            f"expect.outcome: expected 'completed', got 'api_error' (HTTP 400: {exhausted})",
+        )
 
     def test_unscripted_command_is_named(self, tmp_path: Path) -> None:
         text = """
@@ -246,6 +285,32 @@ def test_bundled_scenario_ends_over_the_responses_api_as_over_chat(
     chat = asyncio.run(play_file(path, via="sdk", stream=stream))
     same = ("outcome", "final_text", "turns", "transcript")
     assert [getattr(report, name) for name in same] == [getattr(chat, name) for name in same]
+
+
+def failing(scenario: Scenario) -> Scenario:
+    """`scenario` with expectations it cannot meet: a first request of one message more than it sends,
+    and a final text no script ends with."""
+    first, *rest = scenario.replies
+    expectation = RequestExpectation(message_count=1 + (3 if scenario.system_prompt != "" else 2))
+    expect = scenario.expect.model_copy(update={"final_text": "no script ends with this"})
+    return scenario.model_copy(
+        update={
+            "replies": [first.model_copy(update={"expect_request": expectation}), *rest],
+            "expect": expect,
+        }
+    )
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=[p.stem for p in BUNDLED])
+def test_both_clients_find_the_same_problems_in_a_bundled_scenario(path: Path) -> None:
+    """Asked directly or through the real SDK and the host, the script judges the run alike: the same
+    problems, worded the same, as it is written and with expectations it cannot meet."""
+    scenario = load_scenario(path)
+    for variant in (scenario, failing(scenario)):
+        direct, sdk = (asyncio.run(play_scenario(variant, path=path, via=via)) for via in ("direct", "sdk"))
+        assert direct.problems == sdk.problems
+        assert (direct.outcome, direct.final_text, direct.turns) == (sdk.outcome, sdk.final_text, sdk.turns)
+        assert bool(direct.problems) is (variant is not scenario)
 
 
 def test_via_sdk_reports_what_the_simulator_saw(tmp_path: Path) -> None:

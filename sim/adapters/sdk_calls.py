@@ -7,8 +7,6 @@ errors); SDK objects never leave this module.
 
 from __future__ import annotations
 
-import email.utils
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,8 +14,8 @@ import httpx2
 import openai
 from openai import AsyncOpenAI, AsyncStream
 
-from sim.core.errors import ModelAPIError, ModelConnectionError, ModelReplyError, ModelTimeoutError
-from sim.wire.chat import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON
+from sim.adapters.api_errors import reply_not_json, status_error, stream_chunk_not_json
+from sim.core.errors import ModelAPIError, ModelConnectionError, ModelTimeoutError
 
 _JSON_HEADERS = {"Content-Type": "application/json"}
 
@@ -38,7 +36,7 @@ async def post_json(client: AsyncOpenAI, path: str, body: bytes) -> Any:
         try:
             return response.json()
         except ValueError as error:
-            raise ModelReplyError(REPLY_NOT_JSON) from error
+            raise reply_not_json() from error
 
 
 async def post_stream(client: AsyncOpenAI, path: str, body: bytes) -> list[Any]:
@@ -55,7 +53,7 @@ async def post_stream(client: AsyncOpenAI, path: str, body: bytes) -> list[Any]:
         try:
             return [event async for event in events]
         except ValueError as error:
-            raise ModelReplyError(STREAM_CHUNK_NOT_JSON) from error
+            raise stream_chunk_not_json() from error
 
 
 _OPTIONS: Any = {"headers": _JSON_HEADERS}
@@ -81,12 +79,12 @@ class _typed_errors:
 
 def _status_error(error: openai.APIStatusError) -> ModelAPIError:
     body = error.body if isinstance(error.body, Mapping) else {}
-    return ModelAPIError.from_status(
+    return status_error(
         error.status_code,
         _error_message(body, error.message),
         error_type=_text(body.get("type")),
         code=_text(body.get("code")),
-        retry_after=_retry_after(error.response.headers),
+        headers=error.response.headers,
     )
 
 
@@ -98,20 +96,3 @@ def _error_message(body: object, fallback: str) -> str:
 
 def _text(value: object) -> str | None:
     return None if value is None else str(value)
-
-
-def _retry_after(headers: httpx2.Headers) -> float | None:
-    """Seconds to wait, from `retry-after-ms`, or `retry-after` as seconds or an HTTP date."""
-    if (milliseconds := headers.get("retry-after-ms")) is not None:
-        try:
-            return float(milliseconds) / 1000
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        when = email.utils.parsedate_tz(value)
-        return None if when is None else max(0.0, email.utils.mktime_tz(when) - time.time())

@@ -1,8 +1,9 @@
 """Fuzzing campaigns: hypothesis draws scenarios, a loop runs each, the invariants judge, failures shrink.
 
 `run_example` runs one scenario through a loop (ours by default; anything built like `AgentRunner` and
-with an async `run(prompt)`), with the scripted model (`direct`) or the real SDK against the simulator
-(`sdk`). `fuzz` runs a campaign and keeps the smallest failing scenario, which it can save as a file.
+with an async `run(prompt)`), its model asking the scenario's script directly (`direct`) or through the
+real SDK against the script served in process (`sdk`). `fuzz` runs a campaign and keeps the smallest
+failing scenario, which it can save as a file.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ async def run_example(
     """Run `scenario` through the loop `runner_factory` builds, and check every invariant."""
     expected = expect(scenario)
     world = build_world(scenario)
-    model, scripted, simulator = connect(scenario, via=via)
+    model, script = connect(scenario, via=via)
     runner = runner_factory(
         model,
         world.tools,
@@ -64,7 +65,7 @@ async def run_example(
     violations = broken_invariants(
         scenario,
         expected,
-        scripted.requests if simulator is None else simulator.requests,
+        script.requests,
         ending,
         commands_run=world.commands.calls,
         approvals_asked=[r.call.id for r in approver.requests]

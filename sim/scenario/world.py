@@ -1,4 +1,5 @@
-"""The scripted world of a scenario: the model's script, its shell, approver and tools; all strict fakes."""
+"""The scripted world of a scenario: the reply each scripted entry stands for, and its shell, approver and
+tools, all strict fakes."""
 
 from __future__ import annotations
 
@@ -8,20 +9,18 @@ from typing import Any
 
 from sim.core.approval import AllowAllApprover, Approver, DenyAllApprover
 from sim.core.calls import call_key
-from sim.core.errors import ModelAPIError, ModelReplyError, ScenarioError
+from sim.core.errors import ScenarioError
 from sim.core.messages import AssistantMessage, Reasoning, ToolCall
 from sim.core.model import ModelReply
 from sim.core.scripted import (
     ScriptedApprover,
     ScriptedCommandRunner,
     ScriptedHandlerFailure,
-    ScriptedModel,
     ScriptedToolResults,
 )
 from sim.core.tools import AnyArguments, ToolContext, ToolDefinition, ToolRegistry, ToolResult
 from sim.scenario.schema import Scenario, ScriptedReplySpec, ScriptedResultSpec, ScriptedToolSpec
 from sim.tools.shell import shell_tool
-from sim.wire.chat import REPLY_NOT_JSON, STREAM_ENDED_EARLY
 
 
 def scripted_reply(spec: ScriptedReplySpec, call_ids: list[str]) -> ModelReply:
@@ -37,29 +36,6 @@ def scripted_reply(spec: ScriptedReplySpec, call_ids: list[str]) -> ModelReply:
     return ModelReply(message=message, finish_reason=spec.finish())
 
 
-def scripted_replies(scenario: Scenario) -> list[ModelReply | Exception]:
-    """The model's script: a `ModelReply` per reply, or the error the OpenAI adapter would raise for it."""
-    script: list[ModelReply | Exception] = []
-    for spec, ids in zip(scenario.replies, scenario.call_ids(), strict=True):
-        if spec.malformed:
-            script.append(ModelReplyError(REPLY_NOT_JSON))
-        elif spec.cut_after_chunks is not None:
-            script.append(ModelReplyError(STREAM_ENDED_EARLY))
-        elif spec.error is not None:
-            script.append(
-                ModelAPIError.from_status(
-                    spec.error.status,
-                    spec.error.message,
-                    error_type=spec.error.type,
-                    code=spec.error.code,
-                    retry_after=spec.error.retry_after,
-                )
-            )
-        else:
-            script.append(scripted_reply(spec, ids))
-    return script
-
-
 @dataclass(frozen=True, slots=True)
 class ScriptedWorld:
     """What a scenario's run talks to besides the model: its shell, approver and tools."""
@@ -71,15 +47,13 @@ class ScriptedWorld:
 
     def unused(self) -> list[str]:
         """What the shell's and approver's scripts held that the run never used, one line each."""
-        problems = unused_script(self.commands) + unused_script(self.results)
+        problems = _unused(self.commands) + _unused(self.results)
         if isinstance(self.approver, ScriptedApprover):
-            problems += unused_script(self.approver)
+            problems += _unused(self.approver)
         return problems
 
 
-def unused_script(
-    fake: ScriptedModel | ScriptedCommandRunner | ScriptedApprover | ScriptedToolResults,
-) -> list[str]:
+def _unused(fake: ScriptedCommandRunner | ScriptedApprover | ScriptedToolResults) -> list[str]:
     """What `fake`'s script held that the run never used, as lines."""
     try:
         fake.assert_complete()

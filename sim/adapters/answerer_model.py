@@ -1,0 +1,93 @@
+"""`AnswererModel`: the loop's `ModelClient` asking an answerer directly, in process, with no HTTP and no
+JSON text between them (the fast way to play a scenario or fuzz a loop).
+
+Each request is what `OpenAIChatModel` would send without streaming, as the Chat Completions wire module
+writes it and the host's parser reads it (a dict, never serialized); the answer comes back as that
+adapter would raise or return it: a model reply written and read by the same wire module, an error
+mapped by `sim.adapters.api_errors` as the SDK adapters map theirs, a malformed or cut body as the reply
+error the adapter raises for a body that is not JSON. So the answerer (a scenario's `ScriptAnswerer`)
+judges the same requests, and the loop sees the same replies and errors, as over the real SDK and host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+from typing import Any
+
+from sim.adapters.api_errors import reply_not_json, status_error
+from sim.core.messages import RequestPairing
+from sim.core.model import ModelReply, ModelRequest
+from sim.host.answers import Answer, Answerer, ApiError, Problem, RawReply, Received, Refusal
+from sim.host.app import refusal
+from sim.wire.chat import ChatProtocol, message_to_wire, reply_from_wire, request_fields, tool_to_wire
+from sim.wire.requests import Asked, Refused
+
+__all__ = ["AnswererModel"]
+
+_NOT_A_RETRY = {"x-stainless-retry-count": "0"}
+"""This client never retries a request: it says so as the SDKs say it, so that an answerer that counts
+retries counts them the same way over either client."""
+
+
+class AnswererModel:
+    """Asks `answerer` each request of the loop, as a non-streaming Chat Completions client would."""
+
+    def __init__(self, answerer: Answerer, model: str) -> None:
+        self.answerer = answerer
+        self.model = model
+        self._pairing = RequestPairing()
+        self._protocol = ChatProtocol()
+        self._path = self._protocol.paths[0]
+        self._fields = request_fields(model, max_tokens=None, stream=False)
+        self._sent = 0
+
+    async def complete(self, request: ModelRequest) -> ModelReply:
+        """Check pairing, ask the answerer, and return the reply or raise the error the adapter raises."""
+        self._pairing.check(request.messages)
+        body: dict[str, Any] = {**self._fields, "messages": [message_to_wire(m) for m in request.messages]}
+        if request.tools:
+            body["tools"] = [tool_to_wire(spec) for spec in request.tools]
+        self._sent += 1
+        read = partial(_parse, self._protocol, body)
+        received = Received(self._sent, "POST", self._path, "", _NOT_A_RETRY, b"", self._protocol.name, read)
+        return await self._reply(await self.answerer.answer(received), received)
+
+    async def _reply(self, answer: Answer, request: Received) -> ModelReply:
+        """`answer` as the adapter reads the host's reply to a request that does not stream."""
+        if isinstance(answer, Problem):
+            raise _error(ApiError.of(answer))
+        if isinstance(answer, RawReply):
+            raise TypeError(
+                "an HTTP reply sent as it is needs the host: play it over the SDK and `transport`"
+            )
+        await _wait(answer.pacing.first_byte)
+        if isinstance(answer, ApiError):
+            raise _error(answer)
+        asked = request.parsed
+        if isinstance(asked, Refusal):
+            raise _error(asked.error)
+        if answer.malformed or answer.cut_after_chunks is not None:  # not streamed: a body cut in half
+            raise reply_not_json()
+        return reply_from_wire(self._protocol.reply(answer.reply, asked, refusal=answer.refusal))
+
+
+def _parse(protocol: ChatProtocol, body: dict[str, Any], request: Received) -> Asked | Refusal:
+    """`body` read as the host's parser reads a request's: the request being answered, or the refusal."""
+    read = protocol.parse(body, request.number)
+    return refusal(read, request.number) if isinstance(read, Refused) else read
+
+
+def _error(error: ApiError) -> Exception:
+    return status_error(
+        error.status, error.message, error_type=error.type, code=error.code, headers=_lower(error.headers)
+    )
+
+
+def _lower(headers: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    return {name.lower(): value for name, value in headers}
+
+
+async def _wait(seconds: float) -> None:
+    if seconds:
+        await asyncio.sleep(seconds)

@@ -1,0 +1,55 @@
+"""What a model endpoint's failures become for the loop, in one place for every client: an API error (its
+status, message, type, code and retry-after headers) as `ModelAPIError`, and a reply that cannot be read
+as the `ModelReplyError` a client raises for it. The SDK adapters and the in-process `AnswererModel` both
+map through here, so that a scripted failure reaches the loop as the same error whichever way it came."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Mapping
+
+from sim.core.errors import ModelAPIError, ModelReplyError
+from sim.wire.chat import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON
+
+
+def status_error(
+    status: int,
+    message: str,
+    *,
+    error_type: str | None,
+    code: str | None,
+    headers: Mapping[str, str],
+) -> ModelAPIError:
+    """The error for an HTTP error answer (`HTTP 429: Rate limited`), with the wait its headers ask for."""
+    return ModelAPIError.from_status(
+        status, message, error_type=error_type, code=code, retry_after=retry_after(headers)
+    )
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait, from `retry-after-ms`, or `retry-after` as seconds or an HTTP date (`headers`'
+    names lower-case, or a mapping that ignores case)."""
+    if (milliseconds := headers.get("retry-after-ms")) is not None:
+        try:
+            return float(milliseconds) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        when = email.utils.parsedate_tz(value)
+        return None if when is None else max(0.0, email.utils.mktime_tz(when) - time.time())
+
+
+def reply_not_json() -> ModelReplyError:
+    """A reply body that is not JSON (malformed, or cut short)."""
+    return ModelReplyError(REPLY_NOT_JSON)
+
+
+def stream_chunk_not_json() -> ModelReplyError:
+    """A stream event whose data is not JSON."""
+    return ModelReplyError(STREAM_CHUNK_NOT_JSON)
