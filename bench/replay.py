@@ -13,7 +13,13 @@ cannot be recorded plain (its requests would hold 12 GB), so its compact cassett
 recorded 100-turn one: the same interactions with the turn's numbers (call ids, commands, outputs,
 server ids) counted on, every body exactly what the loop sends at that turn (the replay checks it).
 
+With `--against DIR`, one more table: each cassette (plain and compact) replayed by this checkout and by
+the one in DIR (say the release before), each replay in a process of its own (`PYTHONPATH`), the two
+alternating round by round; each figure the best of `--best-of` replays in that process, medians of
+`--repeats` rounds, and the median of the rounds' now/before ratios. `--against-only` measures only that.
+
 Run: python bench/replay.py [--turns 100 1000] [--long 10000] [--repeats 3] [--api chat responses]
+                            [--against DIR [--against-only] [--best-of 3]]
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ import time
 from pathlib import Path
 
 import vcr
+from checkouts import THIS, checked, in_turn, launch, paired_ratio  # this script's folder is on the path
 from vcr.cassette import Cassette
 from vcr.request import Request
 
@@ -53,18 +60,23 @@ def scenario(turns: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def record(turns: int, folder: Path, api: str) -> Path:
+def record(turns: int, folder: Path, api: str, checkout: Path | None = None) -> Path:
+    """A session of `turns` over `api` recorded in `folder` (by `checkout`'s sim if given, else this one)."""
+    started = launch(checkout) if checkout is not None else {}
     source = folder / f"long-{turns}.yaml"
     source.write_text(scenario(turns))
     cassette = folder / f"cassette-{api}-{turns}.yaml"
     server = subprocess.Popen(
-        [*SIM, "serve", str(source), "--port", "0", "--once", "--quiet"], stdout=subprocess.PIPE, text=True
+        [*SIM, "serve", str(source), "--port", "0", "--once", "--quiet"],
+        stdout=subprocess.PIPE,
+        text=True,
+        **started,
     )
     try:
         assert server.stdout is not None
         url = server.stdout.readline().strip().removeprefix("OPENAI_BASE_URL=")
         env = {
-            **os.environ,
+            **started.get("env", os.environ),
             "OPENAI_BASE_URL": url,
             "OPENAI_API_KEY": "sk-bench",
             "OPENAI_MODEL": "sim-model",
@@ -72,7 +84,7 @@ def record(turns: int, folder: Path, api: str) -> Path:
         subprocess.run(
             [*SIM, "record", str(cassette), "--prompt", "Count for me.", "--approve", "always", "--json",
              "--max-turns", str(turns), "--workspace", str(folder), "--api", api],
-            env=env, check=True, stdout=subprocess.DEVNULL, timeout=3600,
+            env=env, check=True, stdout=subprocess.DEVNULL, timeout=3600, cwd=started.get("cwd"),
         )  # fmt: skip
         server.wait(timeout=60)
     finally:
@@ -152,6 +164,47 @@ def continued(compact_100: Path, turns: int) -> Path:
     return path
 
 
+REPLAY_IN_A_CHILD = """
+import asyncio, sys, time
+from pathlib import Path
+from sim.cassette.replay import replay_cassette
+best = float("inf")
+for _ in range(int(sys.argv[2])):
+    started = time.perf_counter()
+    report = asyncio.run(replay_cassette(Path(sys.argv[1])))
+    best = min(best, time.perf_counter() - started)
+    assert report.passed, report.problems
+print(best)
+"""
+
+
+def replayed_by(checkout: Path, cassette: Path, best_of: int) -> float:
+    """Seconds: the best of `best_of` replays of `cassette` by `checkout`'s sim, in a process of its own."""
+    done = subprocess.run(
+        [sys.executable, "-c", REPLAY_IN_A_CHILD, str(cassette), str(best_of)],
+        capture_output=True, text=True, check=False, **launch(checkout),
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"{checkout}: replaying {cassette.name} failed:\n{done.stderr[-3000:]}")
+    return float(done.stdout.split()[-1])
+
+
+def beside_rows(cassettes: list[tuple[str, Path]], against: Path, repeats: int, best_of: int) -> None:
+    """Each cassette replayed by this checkout and by `against`, alternating, one process a replay."""
+    print(f"\nbeside {against}: best of {best_of} replays a process, medians of {repeats} alternating rounds")
+    print("| cassette | before s | now s | now/before |")
+    print("|---|---:|---:|---:|")
+    for label, cassette in cassettes:
+        seconds: dict[str, list[float]] = {"now": [], "before": []}
+        for round_number in range(repeats):
+            for side in in_turn(round_number):
+                checkout = THIS if side == "now" else against
+                seconds[side].append(replayed_by(checkout, cassette, best_of))
+        before, now = statistics.median(seconds["before"]), statistics.median(seconds["now"])
+        ratio = paired_ratio(seconds["now"], seconds["before"])
+        print(f"| {label} | {before:.3f} | {now:.3f} | {ratio:.2f}x |", flush=True)
+
+
 def compact_rows(api: str, cassettes: dict[int, Path], long: int, repeats: int) -> None:
     rates = {}
     rows = []
@@ -177,7 +230,19 @@ def main() -> None:
     parser.add_argument("--api", nargs="+", default=["chat", "responses"])
     parser.add_argument("--long", type=int, default=10_000)
     parser.add_argument("--compact-only", action="store_true", help="Only the plain/compact table.")
+    parser.add_argument("--against", type=Path, help="Another checkout of sim, replaying beside this one.")
+    parser.add_argument("--against-only", action="store_true", help="Only the table beside --against.")
+    parser.add_argument("--best-of", type=int, default=3, help="Replays a process, beside --against.")
     options = parser.parse_args()
+    if options.against_only and options.against is None:
+        parser.error("--against-only needs --against DIR")
+    against = checked(options.against) if options.against is not None else None
+    if against is not None and options.against_only:
+        with tempfile.TemporaryDirectory() as folder:
+            beside_rows(
+                recorded_forms(options, Path(folder), against), against, options.repeats, options.best_of
+            )
+        return
     columns = ["API", "turns", "cassette MB", "sim replay s", "sim replay interactions/s"]
     print("| " + " | ".join([*columns, "vcrpy body-matched /s", "vcrpy positional /s"]) + " |")
     print("|---|---:|---:|---:|---:|---:|---:|")
@@ -213,6 +278,31 @@ def main() -> None:
         for api in options.api:
             compact_rows(api, {turns: recorded[(api, turns)] for turns in options.turns}, options.long,
                          options.repeats)  # fmt: skip
+        if against is not None:
+            beside_rows(recorded_forms(options, Path(folder) / "beside", against), against, options.repeats,
+                        options.best_of)  # fmt: skip
+
+
+def forms_of(recorded: dict[tuple[str, int], Path]) -> list[tuple[str, Path]]:
+    """Each recorded cassette, plain and compacted, with a label for the table beside another checkout."""
+    forms = []
+    for (api, turns), cassette in recorded.items():
+        forms.append((f"{api}, {turns:,} turns, plain", cassette))
+        forms.append((f"{api}, {turns:,} turns, compact", compacted(cassette)))
+    return forms
+
+
+def recorded_forms(options: argparse.Namespace, folder: Path, checkout: Path) -> list[tuple[str, Path]]:
+    """The sessions of `--turns` over each of `--api` recorded in `folder` by `checkout`, plain and compacted.
+
+    Recorded by the other checkout so that both can read them: a release reads the files of the ones before
+    it, not always those of the ones after (the release before refuses this one's `max_tokens` in `sim:`).
+    """
+    folder.mkdir(exist_ok=True)
+    recorded = {
+        (api, turns): record(turns, folder, api, checkout) for api in options.api for turns in options.turns
+    }
+    return forms_of(recorded)
 
 
 if __name__ == "__main__":

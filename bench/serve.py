@@ -11,7 +11,12 @@ Two more tables: `sim serve CASSETTE` against `sim serve SCENARIO` answering the
 sends them), and the latency `sim proxy` adds per request over a local upstream (the same request sent
 directly and through the proxy, one at a time).
 
-Run: python bench/serve.py [--requests 2000] [--concurrency 16] [--repeats 3]
+With `--against DIR`, each table is measured for the sim of DIR too (say the release before: its servers
+and its proxy started through `PYTHONPATH`), its rounds alternating with this checkout's in the same run,
+and a table beside each prints both and the median of the rounds' now/before ratios. The recorded session
+and the proxy's upstream are the same for both (recorded and served by DIR's sim, which both can read).
+
+Run: python bench/serve.py [--requests 2000] [--concurrency 16] [--repeats 3] [--tables ...] [--against DIR]
 """
 
 from __future__ import annotations
@@ -27,8 +32,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx2
+from checkouts import checked, in_turn, launch, paired_ratio  # this script's folder is on the path
 
 SIM = [sys.executable, "-m", "sim.cli"]
 
@@ -86,8 +93,12 @@ def request_body(api: str, stream: bool) -> bytes:
     return json.dumps(body).encode()
 
 
-def start(command: list[str]) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+def start(command: list[str], checkout: Path | None = None) -> tuple[subprocess.Popen[str], str]:
+    """A server started with `command` (by `checkout`'s sim if given), and the base URL it announced."""
+    started = launch(checkout) if checkout is not None else {}
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, **started
+    )
     assert process.stdout is not None
     line = process.stdout.readline().strip()
     assert line.startswith("OPENAI_BASE_URL="), line
@@ -136,8 +147,8 @@ def long_scenario(turns: int) -> str:
     return f"name: long\nprompt: Weather everywhere?\nreplies:\n{calls}  - content: Sunny everywhere.\n"
 
 
-def record_long_session(folder: Path) -> tuple[Path, Path]:
-    """The long scenario, and a cassette of a raw SDK loop playing it through `sim proxy`."""
+def record_long_session(folder: Path, checkout: Path | None = None) -> tuple[Path, Path]:
+    """The long scenario, and a cassette of a raw SDK loop playing it through `sim proxy` (`checkout`'s)."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from openai import OpenAI
 
@@ -145,11 +156,12 @@ def record_long_session(folder: Path) -> tuple[Path, Path]:
 
     scenario, cassette = folder / "long.yaml", folder / "long.cassette.yaml"
     scenario.write_text(long_scenario(LONG_SESSION_TURNS))
-    upstream, upstream_url = start([*SIM, "serve", str(scenario), "--port", "0", "--once"])
-    environment = {**os.environ, "OPENAI_API_KEY": "sk-bench-upstream-key"}
+    upstream, upstream_url = start([*SIM, "serve", str(scenario), "--port", "0", "--once"], checkout)
+    started: dict[str, Any] = launch(checkout) if checkout is not None else {"env": os.environ}
+    environment = {**started["env"], "OPENAI_API_KEY": "sk-bench-upstream-key"}
     proxy = subprocess.Popen(
         [*SIM, "proxy", str(cassette), "--upstream", upstream_url, "--port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment, cwd=started.get("cwd"),
     )  # fmt: skip
     assert proxy.stdout is not None
     proxy_url = proxy.stdout.readline().strip().split("=", 1)[1]
@@ -173,8 +185,9 @@ async def conversation(base_url: str, bodies: list[bytes]) -> float:
         return time.perf_counter() - began
 
 
-def serve_cassette_rows(folder: Path, repeats: int) -> None:
-    scenario, cassette = record_long_session(folder)
+def serve_cassette_rows(folder: Path, repeats: int, against: Path | None = None) -> None:
+    # recorded by the other checkout when there is one: both read its files (not always the other way round)
+    scenario, cassette = record_long_session(folder, against)
     from sim.cassette.reader import read_cassette
     from sim.cassette.writer import without_layout
 
@@ -186,19 +199,33 @@ def serve_cassette_rows(folder: Path, repeats: int) -> None:
     print(f"\n{len(bodies)}-turn session, requests in conversation order; medians of {repeats} fresh servers")
     print("| served from | requests/s | ratio |")
     print("|---|---:|---:|")
-    rates = {}
-    for name, served in (("sim serve SCENARIO", scenario), ("sim serve CASSETTE", cassette)):
-        rounds = []
-        for _ in range(repeats):
-            process, base_url = start([*SIM, "serve", str(served), "--port", "0", "--once"])
-            try:
-                rounds.append(len(bodies) / asyncio.run(conversation(base_url, bodies)))
-            finally:
-                process.wait(timeout=30)
-        rates[name] = statistics.median(rounds)
+    names = {"sim serve SCENARIO": scenario, "sim serve CASSETTE": cassette}
+    rounds: dict[tuple[str, str], list[float]] = {
+        (name, side): [] for name in names for side in ("now", "before")
+    }
+    for round_number in range(repeats):
+        for name, served in names.items():
+            for side in in_turn(round_number) if against is not None else ("now",):
+                checkout = against if side == "before" else None
+                process, base_url = start([*SIM, "serve", str(served), "--port", "0", "--once"], checkout)
+                try:
+                    rounds[(name, side)].append(len(bodies) / asyncio.run(conversation(base_url, bodies)))
+                finally:
+                    process.wait(timeout=30)
+    rates = {name: statistics.median(rounds[(name, "now")]) for name in names}
     reference = rates["sim serve SCENARIO"]
     for name, rate in rates.items():
         print(f"| {name} | {rate:,.0f} | {rate / reference:.0%} |")
+    if against is not None:
+        print(
+            f"\nbeside {against}, the same rounds alternating; now/before: the median of the rounds' ratios"
+        )
+        print("| served from | before requests/s | now requests/s | now/before |")
+        print("|---|---:|---:|---:|")
+        for name in names:
+            now, before = rounds[(name, "now")], rounds[(name, "before")]
+            print(f"| {name} | {statistics.median(before):,.0f} | {statistics.median(now):,.0f}"
+                  f" | {paired_ratio(now, before):.2f}x |")  # fmt: skip
 
 
 async def one_at_a_time(base_url: str, total: int, stream: bool) -> list[float]:
@@ -216,39 +243,68 @@ async def one_at_a_time(base_url: str, total: int, stream: bool) -> list[float]:
     return latencies
 
 
-def proxy_rows(folder: Path, requests: int, repeats: int) -> None:
+def start_proxy(
+    cassette: Path, upstream_url: str, checkout: Path | None = None
+) -> tuple[subprocess.Popen[str], str]:
+    """`sim proxy` (`checkout`'s, if given) recording to `cassette`, and the base URL it announced."""
+    started: dict[str, Any] = launch(checkout) if checkout is not None else {"env": os.environ}
+    environment = {**started["env"], "OPENAI_API_KEY": "sk-bench-upstream-key"}
+    command = [*SIM, "proxy", str(cassette), "--upstream", upstream_url, "--port", "0"]
+    proxy = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment,
+        cwd=started.get("cwd"),
+    )  # fmt: skip
+    assert proxy.stdout is not None
+    return proxy, proxy.stdout.readline().strip().split("=", 1)[1]
+
+
+def proxy_rows(folder: Path, requests: int, repeats: int, against: Path | None = None) -> None:
     scenario = folder / "bench.yaml"
     upstream, upstream_url = start([*SIM, "serve", str(scenario), "--port", "0", "--cycle"])
-    environment = {**os.environ, "OPENAI_API_KEY": "sk-bench-upstream-key"}
-    command = [*SIM, "proxy", str(folder / "proxied.yaml"), "--upstream", upstream_url, "--port", "0"]
-    proxy = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=environment
-    )
-    assert proxy.stdout is not None
-    proxy_url = proxy.stdout.readline().strip().split("=", 1)[1]
+    proxies = {"now": start_proxy(folder / "proxied.yaml", upstream_url)}
+    if against is not None:
+        proxies["before"] = start_proxy(folder / "proxied-before.yaml", upstream_url, against)
     print(f"\nlatency sim proxy adds, local upstream: {requests} requests one by one, medians of {repeats}")
     print("| reply | direct p50 ms | proxied p50 ms | added p50 ms | added p99 ms |")
     print("|---|---:|---:|---:|---:|")
+    beside = []
     try:
         for stream in (False, True):
-            asyncio.run(one_at_a_time(proxy_url, 100, stream))  # warm up
-            direct, proxied = [], []
-            for _ in range(repeats):
+            for _, proxy_url in proxies.values():
+                asyncio.run(one_at_a_time(proxy_url, 100, stream))  # warm up
+            direct: list[list[float]] = []
+            proxied: dict[str, list[list[float]]] = {side: [] for side in proxies}
+            for round_number in range(repeats):
                 direct.append(asyncio.run(one_at_a_time(upstream_url, requests, stream)))
-                proxied.append(asyncio.run(one_at_a_time(proxy_url, requests, stream)))
+                for side in in_turn(round_number) if against is not None else ("now",):
+                    proxied[side].append(asyncio.run(one_at_a_time(proxies[side][1], requests, stream)))
             p50 = [
-                statistics.median(percentile(lat, 0.5) for lat in runs) * 1000 for runs in (direct, proxied)
+                statistics.median(percentile(lat, 0.5) for lat in runs) * 1000
+                for runs in (direct, proxied["now"])
             ]
             p99 = [
-                statistics.median(percentile(lat, 0.99) for lat in runs) * 1000 for runs in (direct, proxied)
+                statistics.median(percentile(lat, 0.99) for lat in runs) * 1000
+                for runs in (direct, proxied["now"])
             ]
             kind = "SSE" if stream else "JSON"
             print(f"| {kind} | {p50[0]:.2f} | {p50[1]:.2f} | {p50[1] - p50[0]:.2f} | {p99[1] - p99[0]:.2f} |")
+            if against is not None:
+                before = statistics.median(percentile(lat, 0.5) for lat in proxied["before"]) * 1000
+                beside.append((kind, p50[0], before - p50[0], p50[1] - p50[0]))
     finally:
-        proxy.send_signal(signal.SIGINT)
-        proxy.wait(timeout=60)
+        for proxy, _ in proxies.values():
+            proxy.send_signal(signal.SIGINT)
+        for proxy, _ in proxies.values():
+            proxy.wait(timeout=60)
         upstream.terminate()
         upstream.wait(timeout=10)
+    if beside:
+        print(f"\nbeside {against}, the same rounds alternating: p50 added to the direct request's, medians")
+        print("| reply | direct p50 ms | before added p50 ms | now added p50 ms | now/before |")
+        print("|---|---:|---:|---:|---:|")
+        for kind, direct_p50, before_added, now_added in beside:
+            print(f"| {kind} | {direct_p50:.2f} | {before_added:.2f} | {now_added:.2f}"
+                  f" | {now_added / before_added:.2f}x |")  # fmt: skip
 
 
 def main() -> None:
@@ -258,24 +314,28 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     tables = ["throughput", "cassette", "proxy"]
     parser.add_argument("--tables", nargs="+", choices=tables, default=tables, help="which tables to measure")
+    parser.add_argument("--against", type=Path, help="Another checkout of sim, measured beside this one.")
     options = parser.parse_args()
+    against = checked(options.against) if options.against is not None else None
     with tempfile.TemporaryDirectory() as folder:
         scenario = Path(folder) / "bench.yaml"
         scenario.write_text(SCENARIO)
         if "throughput" in options.tables:
-            throughput(options)
+            throughput(options, against)
         if "cassette" in options.tables:
-            serve_cassette_rows(Path(folder), options.repeats)
+            serve_cassette_rows(Path(folder), options.repeats, against)
         if "proxy" in options.tables:
-            proxy_rows(Path(folder), min(options.requests, 1000), options.repeats)
+            proxy_rows(Path(folder), min(options.requests, 1000), options.repeats, against)
 
 
-def throughput(options: argparse.Namespace) -> None:
+def throughput(options: argparse.Namespace, against: Path | None = None) -> None:
     """The first table: sim serve against the bare app under load, each API, JSON and SSE."""
     with tempfile.TemporaryDirectory() as folder:
         scenario = Path(folder) / "bench.yaml"
         scenario.write_text(SCENARIO)
-        sim, sim_url = start([*SIM, "serve", str(scenario), "--port", "0", "--cycle"])
+        servers = {"now": start([*SIM, "serve", str(scenario), "--port", "0", "--cycle"])}
+        if against is not None:
+            servers["before"] = start([*SIM, "serve", str(scenario), "--port", "0", "--cycle"], against)
         bare, bare_url = start([sys.executable, "-c", REFERENCE, json.dumps(FIXED_REPLY)])
         rounds_said = f"{options.requests} requests a round, concurrency {options.concurrency}"
         print(
@@ -287,33 +347,53 @@ def throughput(options: argparse.Namespace) -> None:
         print("| server | API | reply | requests/s | p50 ms | p99 ms | vs bare app |")
         print("|---|---|---|---:|---:|---:|---:|")
         kinds = [(api, stream) for api in ("chat", "responses") for stream in (False, True)]
+        beside = []
         try:
             asyncio.run(load(bare_url, 200, options.concurrency, False, "chat"))  # warm up
             references = []
             for api, stream in kinds:
-                asyncio.run(load(sim_url, 200, options.concurrency, stream, api))  # warm up
-                rounds, ratios = [], []
-                for _ in range(options.repeats):
+                for _, url in servers.values():
+                    asyncio.run(load(url, 200, options.concurrency, stream, api))  # warm up
+                rounds: dict[str, list[tuple[float, list[float]]]] = {side: [] for side in servers}
+                ratios: dict[str, list[float]] = {side: [] for side in servers}
+                for round_number in range(options.repeats):
                     reference, _ = asyncio.run(
                         load(bare_url, options.requests, options.concurrency, False, "chat")
                     )
-                    rounds.append(
-                        asyncio.run(load(sim_url, options.requests, options.concurrency, stream, api))
-                    )
                     references.append(reference)
-                    ratios.append(rounds[-1][0] / reference)
-                rate = statistics.median(r for r, _ in rounds)
-                p50 = statistics.median(percentile(lat, 0.50) for _, lat in rounds) * 1000
-                p99 = statistics.median(percentile(lat, 0.99) for _, lat in rounds) * 1000
+                    for side in in_turn(round_number) if against is not None else ("now",):
+                        url = servers[side][1]
+                        rounds[side].append(
+                            asyncio.run(load(url, options.requests, options.concurrency, stream, api))
+                        )
+                        ratios[side].append(rounds[side][-1][0] / reference)
+                rate = statistics.median(r for r, _ in rounds["now"])
+                p50 = statistics.median(percentile(lat, 0.50) for _, lat in rounds["now"]) * 1000
+                p99 = statistics.median(percentile(lat, 0.99) for _, lat in rounds["now"]) * 1000
                 kind = "SSE" if stream else "JSON"
                 print(f"| sim serve | {api} | {kind} | {rate:,.0f} | {p50:.1f} | {p99:.1f} |"
-                      f" {statistics.median(ratios):.0%} |")  # fmt: skip
+                      f" {statistics.median(ratios['now']):.0%} |")  # fmt: skip
+                if against is not None:
+                    now, before = ([r for r, _ in rounds[side]] for side in ("now", "before"))
+                    beside.append((api, kind, now, before, ratios["now"], ratios["before"]))
             reference_rate = statistics.median(references)
             print(f"| bare Starlette (reference) | chat | JSON | {reference_rate:,.0f} | | | 100% |")
         finally:
-            for process in (sim, bare):
+            for process in [bare, *(process for process, _ in servers.values())]:
                 process.terminate()
                 process.wait(timeout=10)
+    if beside:
+        print(
+            f"\nbeside {against}, the same rounds alternating; now/before: the median of the rounds' ratios"
+        )
+        print(
+            "| API | reply | before requests/s | now requests/s | before vs bare | now vs bare | now/before |"
+        )
+        print("|---|---|---:|---:|---:|---:|---:|")
+        for api, kind, now, before, now_bare, before_bare in beside:
+            print(f"| {api} | {kind} | {statistics.median(before):,.0f} | {statistics.median(now):,.0f}"
+                  f" | {statistics.median(before_bare):.0%} | {statistics.median(now_bare):.0%}"
+                  f" | {paired_ratio(now, before):.2f}x |")  # fmt: skip
 
 
 if __name__ == "__main__":
