@@ -4,15 +4,15 @@ arrives, and appends each finished exchange to the recording's journal (scrubbed
 cassette is written at the end, as `sim record` writes it. A stop lets the answers in flight finish, and
 records them, for `STOP_GRACE` seconds; what is still going then is cut off, said so, and not recorded.
 
-Its access log line is its own (`on_answered`): a forwarded request is told of when its exchange is
-recorded, or broke off, or was cut off, which is after the host has sent the reply's head."""
+It writes no access log line: it tells the host how each relayed answer ended (`Received.tell`: recorded
+whole, broken off by the upstream, cut off by a stop), and the host's access log says it once it ends."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import posixpath
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import quote, unquote
@@ -24,8 +24,7 @@ from sim.cassette.proxy_terms import STOP_GRACE, UPSTREAM_TIMEOUT
 from sim.cassette.secrets import SECRET_HEADERS
 from sim.cassette.upstream import UpstreamUrl
 from sim.cassette.writer import HttpExchange
-from sim.host.access_log import Answered
-from sim.host.answers import Answer, ApiError, RawReply, Received
+from sim.host.answers import Answer, ApiError, Ended, Ending, RawReply, Received
 from sim.host.app import Host
 from sim.host.serve import ConnectionAborted
 from sim.wire import codec_for
@@ -92,8 +91,6 @@ class RecordingProxy:
         self._arrived = itertools.count()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sim-journal")
         self.failures: list[str] = []
-        self.on_answered: Callable[[Answered], None] | None = None
-        """Told of each request as it is answered (the access log)."""
         self.client = httpx2.AsyncClient(timeout=httpx2.Timeout(timeout, connect=15), follow_redirects=False)
 
     @property
@@ -107,24 +104,28 @@ class RecordingProxy:
         self._writer.shutdown(wait=True)
         return self.journal.finish(compact=compact)
 
-    def _log(self, tail: str, number: int, status: int, said: str) -> None:
-        if self.on_answered is not None:
-            self.on_answered(Answered(api_of(tail), number, status, said))
+    def tail(self, path: str) -> str | None:
+        """`path` below the proxy's base, normalised (see `contained`), or None when it would leave it."""
+        return contained(path[len(self.prefix) :] if path.startswith(self.prefix + "/") else path)
 
-    def _cut(self, method: str, tail: str, number: int, status: int | None) -> None:
-        """An answer cut off by a stop whose grace ran out: said, in `failures` and the access log."""
-        said = f"{method} {tail}: cut off by the stop after {self.grace:g} s (--grace); not recorded"
+    def api_asked(self, request: Received) -> str:
+        """The API the access log names for `request` (see `api_of`): by its path below the base."""
+        tail = self.tail(request.path)
+        return api_of(request.path if tail is None else tail)
+
+    def _cut(self, request: Received, tail: str) -> None:
+        """An answer cut off by a stop whose grace ran out: said in `failures`, and told to the host."""
+        said = f"{request.method} {tail}: cut off by the stop after {self.grace:g} s (--grace); not recorded"
         self.failures.append(said)
-        self._log(tail, number, status or 499, said)
+        request.tell(Ended(Ending.cut, said))
 
     async def answer(self, request: Received) -> Answer:
         """The upstream's answer to `request`, relayed as it comes and recorded once whole; an error in the
         API's shape when the path leaves the upstream's base or the upstream cannot be reached."""
-        number, method, path = request.number, request.method, request.path
-        tail = contained(path[len(self.prefix) :] if path.startswith(self.prefix + "/") else path)
+        method = request.method
+        tail = self.tail(request.path)
         if tail is None:
             message = "sim proxy: the request path leaves the upstream's base path; it was not forwarded"
-            self._log(path, number, 400, f"sim_path_refused: {message}")
             return ApiError(400, message, code="sim_path_refused")
         target = self.upstream.target(tail, request.query)
         shown = self.upstream.target(tail, request.query, shown=True)
@@ -136,12 +137,11 @@ class RecordingProxy:
         try:
             upstream = await self.client.send(outgoing, stream=True)
         except asyncio.CancelledError:
-            self._cut(method, tail, number, None)
+            self._cut(request, tail)
             raise
         except httpx2.HTTPError as error:
             self.failures.append(f"{method} {tail}: upstream unreachable: {type(error).__name__}")
             message = f"sim proxy: cannot reach the upstream {shown}: {type(error).__name__}"
-            self._log(tail, number, 502, f"sim_upstream_error: {message}")
             return ApiError(502, message, type="sim_upstream_error", code="sim_upstream_error")
         response_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in _RESPONSE_DROPPED}
 
@@ -153,13 +153,11 @@ class RecordingProxy:
                     yield piece
             except httpx2.HTTPError as error:
                 self.failures.append(f"{method} {tail}: upstream broke off: {type(error).__name__}")
-                self._log(
-                    tail, number, upstream.status_code, f"the upstream broke off: {type(error).__name__}"
-                )
+                request.tell(Ended(Ending.broken_off, f"the upstream broke off: {type(error).__name__}"))
                 # the client's connection is aborted too (no final chunk): a cut answer must not read as whole
                 raise UpstreamBrokeOff(str(error)) from None
             except asyncio.CancelledError:
-                self._cut(method, tail, number, upstream.status_code)
+                self._cut(request, tail)
                 raise
             finally:
                 await upstream.aclose()
@@ -176,12 +174,12 @@ class RecordingProxy:
             del pieces
             self._writer.submit(self.journal.append, seq, exchange)
             size = len(exchange.response_body or b"")
-            self._log(tail, number, upstream.status_code, f"{method} {tail}: recorded ({size} bytes)")
+            request.tell(Ended(Ending.whole, f"{method} {tail}: recorded ({size} bytes)"))
 
         return RawReply(upstream.status_code, tuple(response_headers.items()), relay())
 
 
 def proxy_host(proxy: RecordingProxy, **options: Any) -> Host[RecordingProxy]:
-    """The host serving `proxy` on every path and method (`options` are `Host`'s); the proxy writes its
-    own access log lines (`RecordingProxy.on_answered`)."""
-    return Host(proxy, every_path=True, **options)
+    """The host serving `proxy` on every path and method (`options` are `Host`'s); its access log names
+    the API a forwarded path asks (`RecordingProxy.api_asked`)."""
+    return Host(proxy, every_path=True, api_of=proxy.api_asked, **options)

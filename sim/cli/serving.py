@@ -114,8 +114,8 @@ def serve(
     from sim.cassette.reader import looks_like_cassette
     from sim.core.transcript import counted
     from sim.host.serve import base_url
-    from sim.scenario.loader import load_scenario
     from sim.scenario.answerer import scenario_host
+    from sim.scenario.loader import load_scenario
 
     _seconds("--grace", grace)
     if store_limit < 1:
@@ -279,8 +279,7 @@ def proxy(
         raise usage_error(str(error)) from None
     recording = RecordingProxy(parsed, credentials.headers, journal, timeout=upstream_timeout, grace=grace)
     server.server.config.timeout_graceful_shutdown = grace  # type: ignore[assignment]  # any number: wait_for
-    recording.on_answered = _access_log(quiet, as_json)
-    server.server.config.app = proxy_host(recording).app
+    server.server.config.app = proxy_host(recording, on_answered=_access_log(quiet, as_json)).app
     url = base_url(server.sock)
     environment = {k: v for k, v in os.environ.items() if k not in ("OPENAI_ORG_ID", "OPENAI_PROJECT_ID")}
     environment.update(OPENAI_BASE_URL=url, OPENAI_API_KEY=PLACEHOLDER_KEY)

@@ -10,6 +10,8 @@ The interface, whole:
   `body` (bytes, read once), `api` (`chat`, `responses`, or None: the API its path names), and `parsed`:
   the typed request (`Asked`, read once by the API's wire module) or its `Refusal`, computed by the host on
   first use and never again (an answerer that answers before reading it, a retry say, never pays for it).
+  `tell(Ended(...))` is how an answerer tells the host how an answer it relays ended (`Ending`: whole,
+  broken off, cut) once that is known: after the reply's last chunk, or when it is cut before its head.
 - `Refusal`: what the API answers a request it refuses (`error`, an `ApiError`), and the `Problem` it is for
   the run (None for a body that is not a JSON object: the API refuses it, and no run is judged by it).
 - `Answer` = `ModelAnswer | ApiError | RawReply | Problem`:
@@ -25,17 +27,21 @@ The interface, whole:
   Each but `Problem` has `said`: what the access log line says was served (None: the host says it from the
   answer, an error's `code: message`).
 - `Pacing`: latency, `first_byte` and `between_chunks` (seconds).
+- `Ended`: how an answer ended (`ending`, an `Ending`) and what that says to people (`said`), told by its
+  answerer through `Received.tell`; the access log says it in place of the answer's `said`.
 
 The host serves any answerer: `sim.host.app.Host(answerer, model=, every_path=, store_limit=, on_finished=,
 on_answered=, api_of=)`, its ASGI app `Host.app`, in process through `sim.host.transport.transport(host)`,
-on a port through `sim.host.serve`. What an answerer served is what its answers' `said` says (the access
-log); `finished` is asked after each answer, and `on_finished` called once when it first says so.
+on a port through `sim.host.serve`. What an answerer served is what its answers' `said` says, or what it
+told of how the answer ended (the access log, written by the host alone, once a streamed reply ends);
+`finished` is asked after each answer, and `on_finished` called once when it first says so.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
+from enum import Enum
 from typing import TYPE_CHECKING, Protocol
 
 from sim.core.problems import Problem, ProblemKind
@@ -48,6 +54,8 @@ __all__ = [
     "Answer",
     "Answerer",
     "ApiError",
+    "Ended",
+    "Ending",
     "ModelAnswer",
     "Pacing",
     "Problem",
@@ -128,6 +136,25 @@ Answer = ModelAnswer | ApiError | RawReply | Problem
 """What an answerer may answer a request with."""
 
 
+class Ending(Enum):
+    """How an answer relayed chunk by chunk ended."""
+
+    whole = "whole"
+    broken_off = "broken_off"
+    """Its source broke off mid-answer (the client's connection is broken off too)."""
+    cut = "cut"
+    """Cut off on this side (a stop whose grace ran out), maybe before its head was sent."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """How an answer ended, as its answerer tells the host (`Received.tell`)."""
+
+    ending: Ending
+    said: str
+    """What happened, for people (`POST /chat/completions: recorded (42 bytes)`); the access log says it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Refusal:
     """A request the API refuses before anything answers it: the error it sends, and the problem that is
@@ -140,7 +167,7 @@ class Refusal:
 class Received:
     """One HTTP request as the host received it; `parsed` is read on first use, once."""
 
-    __slots__ = ("_parse", "_parsed", "api", "body", "headers", "method", "number", "path", "query")
+    __slots__ = ("_parse", "_parsed", "api", "body", "ended", "headers", "method", "number", "path", "query")
 
     def __init__(
         self,
@@ -165,6 +192,12 @@ class Received:
         """The API the path names (`chat`, `responses`), or None."""
         self._parse = parse
         self._parsed: Asked | Refusal | None = None
+        self.ended: Ended | None = None
+        """How its answer ended, as the answerer told (`tell`); None: as the answer says."""
+
+    def tell(self, ended: Ended) -> None:
+        """Tell the host how the answer to this request ended (its access log line says so)."""
+        self.ended = ended
 
     @property
     def parsed(self) -> Asked | Refusal:

@@ -7,7 +7,9 @@ serves; with `every_path`, every request goes to the answerer (a recording, an u
 once, numbers requests from 1, has the API's wire module parse a body once (when the answerer first asks for
 `Received.parsed`), writes model replies as JSON or as the stream's events, and sends latency, cut streams,
 malformed bodies, errors in the API's shape and recorded replies. It tells `on_answered` of each answer
-(the access log) and calls `on_finished` once, after the answer that finishes the answerer.
+(the access log: the only place its lines come from), a streamed reply once it ends (whole, broken off or
+cut, as its answerer may tell through `Received.tell`), and calls `on_finished` once, after the answer that
+finishes the answerer.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable
 from functools import partial
 from typing import Any, Generic, TypeVar
 
@@ -23,7 +25,7 @@ from starlette.applications import Starlette
 from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Content, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from sim.core.json_text import loads
@@ -49,6 +51,8 @@ from sim.wire.responses import ResponsesProtocol
 __all__ = ["Host", "api_error", "refusal"]
 
 _METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+_NOT_SENT = 499
+"""The status the access log gives an answer cut off before its head was sent (nginx's "client gone")."""
 
 
 def api_error(
@@ -187,15 +191,42 @@ class Host(Generic[A]):
             None if protocol is None else protocol.name,
             None if protocol is None else partial(parse, protocol),
         )
-        answer = await self.answerer.answer(received)
+        try:
+            answer = await self.answerer.answer(received)
+        except asyncio.CancelledError:
+            if received.ended is not None:  # the answerer said how it was cut off
+                self._log(received, _NOT_SENT, received.ended.said)
+            raise
         response = await self._render(answer, received, protocol)
         if self.on_answered is not None:
-            api = self.api_of(received) if self.api_of is not None else received.api or received.path
-            self.on_answered(Answered(api, received.number, response.status_code, _said(answer, response)))
+            said = _said(answer, response)
+            if isinstance(response, StreamingResponse):  # told once it ends, when its outcome is known
+                response.body_iterator = self._logged_at_end(
+                    response.body_iterator, received, response.status_code, said
+                )
+            else:
+                self._log(received, response.status_code, said)
         if self.on_finished is not None and not self.told_finished and self.answerer.finished:
             self.told_finished = True
             response.background = BackgroundTask(self.on_finished)
         return response
+
+    def _log(self, received: Received, status: int, said: str) -> None:
+        """Tell `on_answered` of `received`'s answer: what it said, or how its answerer told it ended."""
+        if self.on_answered is not None:
+            api = self.api_of(received) if self.api_of is not None else received.api or received.path
+            told = received.ended
+            self.on_answered(Answered(api, received.number, status, told.said if told is not None else said))
+
+    async def _logged_at_end(
+        self, chunks: AsyncIterable[Content], received: Received, status: int, said: str
+    ) -> AsyncIterator[Content]:
+        """`chunks` sent on, and the access log told once they end: whole, broken off or cut."""
+        try:
+            async for chunk in chunks:
+                yield chunk
+        finally:
+            self._log(received, status, said)
 
     async def _render(self, answer: Answer, request: Received, protocol: WireProtocol | None) -> Response:
         if isinstance(answer, Problem):
