@@ -1,9 +1,13 @@
-"""Fuzzing speed: examples/s of `sim fuzz-loop --via direct`, next to a bare 30-line loop fuzzed with the same
-hypothesis settings and the same drawn scenarios, in the same run (medians of `--repeats` campaigns).
+"""Fuzzing speed: examples/s of `sim fuzz-loop --via direct` and `--via sdk`, next to a bare 30-line loop
+fuzzed with the same hypothesis settings and the same drawn scenarios, in the same run (medians of
+`--repeats` campaigns).
 
-Both campaigns draw the same scenarios (same strategy, same seed); the bare one runs a dict-based loop
-on the drawn replies with no checks, the sim one runs `AgentRunner` against the strict fakes and checks
-every invariant. The difference is what sim's loop and invariants cost on top of drawing the examples.
+All campaigns draw the same scenarios (same strategy, same seed); the bare one runs a dict-based loop
+on the drawn replies with no checks, the sim ones run `AgentRunner` against the scenario's script and
+world and check every invariant: `direct`, the loop asking the script's answerer in process
+(`AnswererModel`); `sdk`, the real adapter and SDK over the in-process transport to the host. The
+difference is what sim's loop and invariants (and, with `sdk`, the SDK and HTTP) cost on top of drawing
+the examples.
 
 Then the target rows: `sim fuzz --target examples.openai_loop:run_agent` (a raw SDK loop over real HTTP
 to the drawing simulator on 127.0.0.1) in this process, and the same campaign as two `fuzz_test` tests

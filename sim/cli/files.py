@@ -40,7 +40,9 @@ def play(
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print each run's transcript.")] = False,
     via: Annotated[
         PlayVia,
-        typer.Option(help="direct: a scripted model; sdk: the real adapter and SDK against the simulator."),
+        typer.Option(
+            help="direct: the loop asks the script itself; sdk: through the real adapter, SDK and HTTP."
+        ),
     ] = PlayVia.direct,
     stream: Annotated[bool, typer.Option("--stream", help="With --via sdk, stream replies (SSE).")] = False,
     api: Annotated[Api, typer.Option(help="With --via sdk, the API the adapter speaks.")] = Api.chat,

@@ -156,7 +156,10 @@ def fuzz_loop(
     examples: Examples = 200,
     seed: Seed = 0,
     via: Annotated[
-        PlayVia, typer.Option(help="direct: the scripted model; sdk: the real SDK against the simulator.")
+        PlayVia,
+        typer.Option(
+            help="direct: the loop asks the script itself; sdk: through the real adapter, SDK and HTTP."
+        ),
     ] = PlayVia.direct,
     save: Annotated[Path, typer.Option(help="Where a failing scenario is written.")] = Path("fuzz-failures"),
     database: Database = None,

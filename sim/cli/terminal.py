@@ -70,7 +70,7 @@ ReportFile = Annotated[
 
 
 class PlayVia(StrEnum):
-    """How `sim play` and `sim fuzz` reach the scripted model."""
+    """The client the loop asks a scenario's script through, in `sim play` and `sim fuzz-loop` (`Via`)."""
 
     direct = "direct"
     sdk = "sdk"
