@@ -1,5 +1,5 @@
-"""The simulator spoken to in process through the real SDK: an httpx2 ASGI transport stands where the
-network would be."""
+"""The simulator spoken to in process, through the real SDK or a plain HTTP client: an httpx2 ASGI transport
+stands where the network would be."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 import textwrap
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import httpx2
 from openai import AsyncOpenAI
@@ -19,12 +19,22 @@ from sim.scenario.answerer import ScriptAnswerer, scenario_host
 
 T = TypeVar("T")
 
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
-def simulator(tmp_path: Path, text: str) -> Host[ScriptAnswerer]:
-    """A simulator playing the scenario `text` (dedented), written into `tmp_path`."""
-    path = tmp_path / "scenario.yaml"
+
+def simulator(
+    tmp_path: Path, text: str, *, file: str = "scenario.yaml", **options: Any
+) -> Host[ScriptAnswerer]:
+    """A simulator playing the scenario `text` (dedented), written into `tmp_path` as `file`; `options` go to
+    `scenario_host` (`cycle`, `on_finished`, `store_limit`, ...)."""
+    path = tmp_path / file
     path.write_text(textwrap.dedent(text))
-    return scenario_host(load_scenario(path))
+    return scenario_host(load_scenario(path), **options)
+
+
+def bundled(name: str = "echo-42", **options: Any) -> Host[ScriptAnswerer]:
+    """A simulator playing the bundled scenario `scenarios/NAME.yaml`; `options` go to `scenario_host`."""
+    return scenario_host(load_scenario(SCENARIOS / f"{name}.yaml"), **options)
 
 
 def messages(problems: Iterable[Problem]) -> list[str]:
@@ -32,15 +42,30 @@ def messages(problems: Iterable[Problem]) -> list[str]:
     return [problem.message for problem in problems]
 
 
-def talk(sim: Host[ScriptAnswerer], conversation: Callable[[AsyncOpenAI], Awaitable[T]]) -> T:
-    """`conversation` run with an SDK client whose requests `sim` answers, no retries."""
+def talk(
+    sim: Host[ScriptAnswerer], conversation: Callable[[AsyncOpenAI], Awaitable[T]], *, retries: int = 0
+) -> T:
+    """`conversation` run with an SDK client whose requests `sim` answers, retrying up to `retries` times."""
 
     async def run() -> T:
         http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=sim.app))
         client = AsyncOpenAI(
-            base_url="http://sim.test/v1", api_key="sk-test", max_retries=0, http_client=http
+            base_url="http://sim.test/v1", api_key="sk-test", max_retries=retries, http_client=http
         )
         async with client:
             return await conversation(client)
 
     return asyncio.run(run())
+
+
+def post(
+    sim: Host[ScriptAnswerer], *bodies: dict[str, Any], path: str = "/v1/chat/completions"
+) -> list[httpx2.Response]:
+    """Each of `bodies` posted as JSON to `path` in turn, by a plain HTTP client that `sim` answers."""
+
+    async def send() -> list[httpx2.Response]:
+        transport = httpx2.ASGITransport(app=sim.app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://sim.test") as client:
+            return [await client.post(path, json=body) for body in bodies]
+
+    return asyncio.run(send())

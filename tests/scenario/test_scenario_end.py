@@ -5,12 +5,9 @@ where the network would be)."""
 
 from __future__ import annotations
 
-import asyncio
-import textwrap
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import openai
 import pytest
 from openai import AsyncOpenAI
@@ -18,39 +15,31 @@ from openai import AsyncOpenAI
 from sim.core.errors import ScenarioError
 from sim.host.app import Host
 from sim.scenario import load_scenario
-from sim.scenario.answerer import ScriptAnswerer, scenario_host
-from tests.host.in_process import messages
+from sim.scenario.answerer import ScriptAnswerer
+from tests.host.in_process import messages, simulator, talk
 
 USER = [{"role": "user", "content": "p"}]
 
 
 def served(tmp_path: Path, text: str) -> tuple[Host[ScriptAnswerer], list[int]]:
     """A simulator of `text` with `--once`'s end hook, and the list the hook marks when it fires."""
-    path = tmp_path / "scenario.yaml"
-    path.write_text(textwrap.dedent(text))
     fired: list[int] = []
-    sim = scenario_host(load_scenario(path), on_finished=lambda: fired.append(1))
-    return sim, fired
+    return simulator(tmp_path, text, on_finished=lambda: fired.append(1)), fired
 
 
 def ask(sim: Host[ScriptAnswerer], *, retries: int, times: int = 1) -> list[Any]:
     """`times` requests by an SDK client that retries up to `retries` times: each reply or the error."""
 
-    async def run() -> list[Any]:
-        http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=sim.app))
-        client = AsyncOpenAI(
-            base_url="http://sim.test/v1", api_key="sk-test", max_retries=retries, http_client=http
-        )
+    async def asking(client: AsyncOpenAI) -> list[Any]:
         got: list[Any] = []
-        async with client:
-            for _ in range(times):
-                try:
-                    got.append(await client.chat.completions.create(model="m", messages=USER))  # type: ignore[arg-type]
-                except openai.APIError as error:
-                    got.append(error)
+        for _ in range(times):
+            try:
+                got.append(await client.chat.completions.create(model="m", messages=USER))  # type: ignore[arg-type]
+            except openai.APIError as error:
+                got.append(error)
         return got
 
-    return asyncio.run(run())
+    return talk(sim, asking, retries=retries)
 
 
 ERROR = "status: {status}, message: Busy., retry_after: 0.001"

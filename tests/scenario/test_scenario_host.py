@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -19,13 +18,9 @@ from sim import ModelAPIError, ModelRequest, SystemMessage, UserMessage
 from sim.adapters.openai_chat import OpenAIChatModel
 from sim.core.errors import ModelReplyError
 from sim.core.problems import ProblemKind
-from sim.host.app import Host
-from sim.scenario import load_scenario
-from sim.scenario.answerer import ScriptAnswerer, scenario_host
 from sim.wire.chat import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON, STREAM_ENDED_EARLY
-from tests.host.in_process import messages, talk
+from tests.host.in_process import bundled, messages, post, simulator, talk
 
-ECHO = Path(__file__).resolve().parents[2] / "scenarios" / "echo-42.yaml"
 SYSTEM = {"role": "system", "content": "You are a coding agent."}
 USER = {"role": "user", "content": "Run `echo 42` and tell me the result."}
 CALL = {
@@ -39,24 +34,6 @@ TOOLS = [
         "function": {"name": "shell", "description": "Runs.", "parameters": {"type": "object"}},
     }
 ]
-
-
-def simulator(text: str | None = None, tmp_path: Path | None = None, **options: Any) -> Host[ScriptAnswerer]:
-    if text is None:
-        return scenario_host(load_scenario(ECHO), **options)
-    assert tmp_path is not None
-    path = tmp_path / "scenario.yaml"
-    path.write_text(textwrap.dedent(text))
-    return scenario_host(load_scenario(path), **options)
-
-
-def post(sim: Host[ScriptAnswerer], *bodies: dict[str, Any]) -> list[httpx2.Response]:
-    async def send() -> list[httpx2.Response]:
-        transport = httpx2.ASGITransport(app=sim.app)
-        async with httpx2.AsyncClient(transport=transport, base_url="http://sim.test") as client:
-            return [await client.post("/v1/chat/completions", json=body) for body in bodies]
-
-    return asyncio.run(send())
 
 
 def events(response: httpx2.Response) -> list[str]:
@@ -74,7 +51,7 @@ SECOND = {
 
 class TestReplies:
     def test_json_completions_shaped_like_the_api(self) -> None:
-        sim = simulator()
+        sim = bundled()
         first, second = post(sim, FIRST, SECOND)
         assert first.status_code == second.status_code == 200
         one = ChatCompletion.model_validate(first.json())
@@ -92,12 +69,12 @@ class TestReplies:
         assert [len(r.messages) for r in sim.answerer.requests] == [2, 4]
 
     def test_replies_are_byte_stable(self) -> None:
-        assert post(simulator(), FIRST)[0].content == post(simulator(), FIRST)[0].content
+        assert post(bundled(), FIRST)[0].content == post(bundled(), FIRST)[0].content
 
     @pytest.mark.parametrize("include_usage", [True, False])
     def test_sse_stream_shaped_like_the_api(self, include_usage: bool) -> None:
         body = {**FIRST, "stream": True, "stream_options": {"include_usage": include_usage}}
-        (response,) = post(simulator(), body)
+        (response,) = post(bundled(), body)
         assert response.headers["content-type"].startswith("text/event-stream")
         data = events(response)
         assert data[-1] == "[DONE]"
@@ -123,7 +100,7 @@ class TestReplies:
             assert chunks[-1].usage is not None
 
     def test_text_is_streamed_in_pieces(self, tmp_path: Path) -> None:
-        sim = simulator("prompt: p\nreplies: [{content: A longer answer in several pieces.}]\n", tmp_path)
+        sim = simulator(tmp_path, "prompt: p\nreplies: [{content: A longer answer in several pieces.}]\n")
         (response,) = post(
             sim, {"model": "m", "messages": [{"role": "user", "content": "p"}], "stream": True}
         )
@@ -133,7 +110,7 @@ class TestReplies:
         assert "".join(texts) == "A longer answer in several pieces."
 
     def test_models_lists_the_scenarios_model(self, tmp_path: Path) -> None:
-        sim = simulator("prompt: p\nmodel: my-model\nreplies: [{content: x}]\n", tmp_path)
+        sim = simulator(tmp_path, "prompt: p\nmodel: my-model\nreplies: [{content: x}]\n")
 
         async def get() -> httpx2.Response:
             async with httpx2.AsyncClient(
@@ -156,7 +133,7 @@ class TestScriptedFaults:
               code: rate_limit_exceeded
               retry_after: 20
         """
-        (response,) = post(simulator(text, tmp_path), {"messages": [{"role": "user", "content": "p"}]})
+        (response,) = post(simulator(tmp_path, text), {"messages": [{"role": "user", "content": "p"}]})
         assert response.status_code == 429
         assert response.headers["retry-after"] == "20"
         assert response.json() == {
@@ -170,7 +147,7 @@ class TestScriptedFaults:
 
     @pytest.mark.parametrize("stream", [False, True])
     def test_malformed_body(self, tmp_path: Path, stream: bool) -> None:
-        sim = simulator("prompt: p\nreplies: [{malformed: true}]\n", tmp_path)
+        sim = simulator(tmp_path, "prompt: p\nreplies: [{malformed: true}]\n")
         (response,) = post(sim, {"messages": [{"role": "user", "content": "p"}], "stream": stream})
         assert response.status_code == 200
         with pytest.raises(ValueError, match=r"."):
@@ -178,7 +155,7 @@ class TestScriptedFaults:
 
     def test_cut_stream_stops_before_the_finish(self, tmp_path: Path) -> None:
         sim = simulator(
-            "prompt: p\nreplies: [{content: hello there friend, cut_after_chunks: 2}]\n", tmp_path
+            tmp_path, "prompt: p\nreplies: [{content: hello there friend, cut_after_chunks: 2}]\n"
         )
         (response,) = post(sim, {"messages": [{"role": "user", "content": "p"}], "stream": True})
         data = events(response)
@@ -187,7 +164,7 @@ class TestScriptedFaults:
         assert all(json.loads(d)["choices"][0]["finish_reason"] is None for d in data)
 
     def test_latency_before_the_reply(self, tmp_path: Path) -> None:
-        sim = simulator("prompt: p\nlatency: {first_byte: 0.2}\nreplies: [{content: x}]\n", tmp_path)
+        sim = simulator(tmp_path, "prompt: p\nlatency: {first_byte: 0.2}\nreplies: [{content: x}]\n")
         started = time.monotonic()
         post(sim, {"messages": [{"role": "user", "content": "p"}]})
         assert time.monotonic() - started >= 0.2
@@ -215,7 +192,7 @@ class TestValidation:
              "no messages", "bad role"],
     )  # fmt: skip
     def test_bad_requests_get_the_apis_400(self, messages: list[Any], tools: Any, problem: str) -> None:
-        sim = simulator()
+        sim = bundled()
         body: dict[str, Any] = {"model": "m", "messages": messages}
         if tools is not None:
             body["tools"] = tools
@@ -229,7 +206,7 @@ class TestValidation:
     def test_body_that_is_not_json(self) -> None:
         async def send() -> httpx2.Response:
             async with httpx2.AsyncClient(
-                transport=httpx2.ASGITransport(app=simulator().app), base_url="http://s"
+                transport=httpx2.ASGITransport(app=bundled().app), base_url="http://s"
             ) as c:
                 return await c.post("/v1/chat/completions", content=b"{nope")
 
@@ -238,7 +215,7 @@ class TestValidation:
         assert "parse the JSON body" in response.json()["error"]["message"]
 
     def test_expect_request_failure_is_a_400_and_a_problem(self) -> None:
-        sim = simulator()
+        sim = bundled()
         (response,) = post(sim, {**FIRST, "tools": []})
         assert response.status_code == 400
         assert response.json()["error"]["code"] == "sim_expectation_failed"
@@ -247,7 +224,7 @@ class TestValidation:
         ]
 
     def test_request_after_the_script_names_the_scenario(self) -> None:
-        sim = simulator()
+        sim = bundled()
         *_, extra = post(sim, FIRST, SECOND, SECOND)
         assert extra.status_code == 400
         assert extra.json()["error"]["code"] == "sim_script_exhausted"
@@ -258,7 +235,7 @@ class TestValidation:
         assert messages(sim.answerer.problems)[-1].startswith("scenario echo-42 has no reply left")
 
     def test_problems_are_typed_with_the_request_they_are_about(self) -> None:
-        sim = simulator()
+        sim = bundled()
         post(sim, {**FIRST, "tools": []}, {**FIRST, "n": 3}, SECOND, SECOND)
         problems = [(problem.kind, problem.number, problem.code) for problem in sim.answerer.problems]
         assert problems == [
@@ -269,18 +246,18 @@ class TestValidation:
         assert sim.answerer.unused() == []
 
     def test_unused_replies_are_a_problem_of_the_run_not_of_a_request(self) -> None:
-        sim = simulator()
+        sim = bundled()
         post(sim, FIRST)
         (unused,) = sim.answerer.unused()
         assert (unused.kind, unused.number) == (ProblemKind.unused, None)
 
     def test_unused_replies(self) -> None:
-        sim = simulator()
+        sim = bundled()
         post(sim, FIRST)
         assert messages(sim.answerer.unused()) == ["simulator for echo-42 has 1 unused of 2 scripted replies"]
 
     def test_cycle_starts_again(self, tmp_path: Path) -> None:
-        sim = simulator("prompt: p\nreplies: [{content: a}, {content: b}]\n", tmp_path, cycle=True)
+        sim = simulator(tmp_path, "prompt: p\nreplies: [{content: a}, {content: b}]\n", cycle=True)
         body = {"messages": [{"role": "user", "content": "p"}]}
         texts = [r.json()["choices"][0]["message"]["content"] for r in post(sim, body, body, body)]
         assert texts == ["a", "b", "a"]
@@ -290,9 +267,9 @@ class TestValidation:
         """`sim serve --cycle` as the SDK meets it: a call the client denied in the second round is refused
         as `--once` refuses it (it was answered 200 when cycling)."""
         sim = simulator(
+            tmp_path,
             "replies:\n  - tool_calls: [{id: call_1, name: shell, arguments: {command: echo 42}}]\n"
             "  - content: It printed 42.\n    expect_request: {last_message: {role: tool, content: '42'}}\n",
-            tmp_path,
             cycle=True,
         )
 
@@ -346,7 +323,7 @@ class TestThroughTheAdapter:
     def test_typed_errors(
         self, tmp_path: Path, reply: str, stream: bool, error_type: type, message: str
     ) -> None:
-        sim = simulator(f"prompt: p\nreplies: [{reply}]\n", tmp_path)
+        sim = simulator(tmp_path, f"prompt: p\nreplies: [{reply}]\n")
         model = OpenAIChatModel.connect(
             base_url="http://sim.test/v1",
             api_key="sk-x",
@@ -362,7 +339,7 @@ class TestThroughTheAdapter:
 
 
 def test_cut_reply_that_is_not_streamed_is_a_body_cut_short(tmp_path: Path) -> None:
-    sim = simulator("prompt: p\nreplies: [{content: hello, cut_after_chunks: 2}]\n", tmp_path)
+    sim = simulator(tmp_path, "prompt: p\nreplies: [{content: hello, cut_after_chunks: 2}]\n")
     (response,) = post(sim, {"messages": [{"role": "user", "content": "p"}]})
     assert response.text.startswith('{"id": "chatcmpl-sim')
     with pytest.raises(ValueError, match=r"."):
@@ -389,7 +366,7 @@ class TestHonesty:
         ],
     )
     def test_refused_with_a_400_naming_the_parameter(self, extra: dict[str, Any], param: str) -> None:
-        sim = simulator()
+        sim = bundled()
         (response,) = post(sim, {"messages": [SYSTEM, USER], "tools": TOOLS, **extra})
         assert response.status_code == 400, response.text
         assert response.json()["error"]["param"] == param
@@ -400,12 +377,12 @@ class TestHonesty:
 
     def test_n_1_and_logprobs_false_are_served(self) -> None:
         body = {"messages": [SYSTEM, USER], "tools": TOOLS, "n": 1, "logprobs": False}
-        (response,) = post(simulator(), body)
+        (response,) = post(bundled(), body)
         assert response.status_code == 200
 
     def test_json_nested_100k_deep_is_a_400(self) -> None:
         async def send() -> httpx2.Response:
-            transport = httpx2.ASGITransport(app=simulator().app)
+            transport = httpx2.ASGITransport(app=bundled().app)
             async with httpx2.AsyncClient(transport=transport, base_url="http://sim.test") as client:
                 body = '{"messages":' + "[" * 100_000 + "]" * 100_000 + "}"
                 return await client.post("/v1/chat/completions", content=body)
@@ -427,7 +404,7 @@ class TestHonesty:
     def test_a_text_reply_contradicting_tool_choice_is_a_mismatch(
         self, tmp_path: Path, tool_choice: Any, problem: str
     ) -> None:
-        sim = simulator("prompt: p\nreplies:\n  - content: Just text.\n", tmp_path)
+        sim = simulator(tmp_path, "prompt: p\nreplies:\n  - content: Just text.\n")
         body = {"messages": [USER], "tools": TOOLS, "tool_choice": tool_choice}
         (response,) = post(sim, body)
         assert response.status_code == 400
@@ -435,7 +412,7 @@ class TestHonesty:
         assert messages(sim.answerer.problems) == [f"request 1: script and request disagree: {problem}"]
 
     def test_calls_contradicting_tool_choice_none_are_a_mismatch(self) -> None:
-        sim = simulator()
+        sim = bundled()
         (response,) = post(sim, {"messages": [SYSTEM, USER], "tools": TOOLS, "tool_choice": "none"})
         assert response.status_code == 400
         assert messages(sim.answerer.problems) == [
@@ -444,13 +421,13 @@ class TestHonesty:
         ]
 
     def test_replies_that_honour_tool_choice_are_served(self) -> None:
-        sim = simulator()
+        sim = bundled()
         (response,) = post(sim, {"messages": [SYSTEM, USER], "tools": TOOLS, "tool_choice": "required"})
         assert response.status_code == 200
         assert messages(sim.answerer.problems) == []
 
     def test_cycle_mode_keeps_a_bounded_number_of_requests(self, tmp_path: Path) -> None:
-        sim = simulator("prompt: p\nreplies:\n  - content: a\n  - content: b\n", tmp_path, cycle=True)
+        sim = simulator(tmp_path, "prompt: p\nreplies:\n  - content: a\n  - content: b\n", cycle=True)
         big = {"role": "user", "content": "x" * 100_000}
         responses = post(sim, *({"messages": [big]} for _ in range(40)))
         assert all(r.status_code == 200 for r in responses)
@@ -472,7 +449,7 @@ def test_what_cannot_be_answered_is_a_400_in_the_apis_shape_not_a_500(
     path: str, body: bytes, says: str
 ) -> None:
     async def send() -> httpx2.Response:
-        transport = httpx2.ASGITransport(app=simulator().app, raise_app_exceptions=False)
+        transport = httpx2.ASGITransport(app=bundled().app, raise_app_exceptions=False)
         async with httpx2.AsyncClient(transport=transport, base_url="http://sim.test") as client:
             return await client.post(path, content=body, headers={"content-type": "application/json"})
 

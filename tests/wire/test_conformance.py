@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +20,8 @@ from sim.adapters.openai_responses import OpenAIResponsesModel
 from sim.cassette.reader import read_cassette
 from sim.core.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from sim.core.model import ModelRequest, ToolSpec
-from sim.scenario import load_scenario
-from sim.scenario.answerer import scenario_host
 from tests.corpus import CORPUS, needs_corpus
+from tests.host.in_process import post, simulator
 from tests.spec import TOLERATED, differences, untolerated
 
 SCRIPTS = {
@@ -67,16 +65,10 @@ APIS = {"chat": CHAT, "responses": RESPONSES}
 
 
 def served(script: str, path: str, body: dict[str, Any], tmp_path: Path) -> httpx2.Response:
-    scenario = tmp_path / "scenario.yaml"
-    scenario.write_text(f"prompt: p\ntools: [{{name: lookup}}]\n{script}\n")
-    sim = scenario_host(load_scenario(scenario))
-
-    async def post() -> httpx2.Response:
-        transport = httpx2.ASGITransport(app=sim.app)
-        async with httpx2.AsyncClient(transport=transport, base_url="http://sim.test") as client:
-            return await client.post(path, json=body)
-
-    return asyncio.run(post())
+    """What a simulator of `script` (with a `lookup` tool) answers to `body` posted to `path`."""
+    sim = simulator(tmp_path, f"prompt: p\ntools: [{{name: lookup}}]\n{script}\n")
+    (response,) = post(sim, body, path=path)
+    return response
 
 
 def events(response: httpx2.Response) -> list[Any]:
@@ -142,9 +134,7 @@ replies:
 
 
 def adapter_bodies(tmp_path: Path, build: Any) -> list[Any]:
-    scenario = tmp_path / "two.yaml"
-    scenario.write_text(textwrap.dedent(TWO_TURNS))
-    transport = _Capturing(scenario_host(load_scenario(scenario)).app)
+    transport = _Capturing(simulator(tmp_path, TWO_TURNS, file="two.yaml").app)
     model = build(httpx2.AsyncClient(transport=transport))
     system, user = SystemMessage(content="You look things up."), UserMessage(content="Weather in Paris?")
 

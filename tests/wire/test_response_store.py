@@ -21,10 +21,8 @@ from sim.core.messages import (
     ToolMessage,
     UserMessage,
 )
-from sim.scenario import load_scenario
-from sim.scenario.answerer import scenario_host
 from sim.wire.response_store import ResponseStore
-from tests.host.in_process import messages, talk
+from tests.host.in_process import messages, simulator, talk
 
 CALL = {"tool_calls": [{"name": "lookup", "arguments": {"city": "Paris"}}]}
 
@@ -100,10 +98,9 @@ def test_a_long_chain_holds_each_message_once(tmp_path: Path) -> None:
     each; and a request refused in between (a result for no call) adds nothing to it. With instructions, as
     agents send them, so that the system prompt stands in front of the shared list."""
     requests = 400
-    path = tmp_path / "chain.yaml"
     replies = [CALL] * (requests - 1) + [{"content": "done"}]
-    path.write_text(yaml.safe_dump({"tools": [{"name": "lookup"}], "replies": replies}))
-    sim = scenario_host(load_scenario(path))
+    script = yaml.safe_dump({"tools": [{"name": "lookup"}], "replies": replies})
+    sim = simulator(tmp_path, script, file="chain.yaml")
 
     async def chain() -> None:
         transport = httpx2.ASGITransport(app=sim.app)
@@ -149,9 +146,8 @@ def test_a_chain_past_the_limit_is_forgotten_and_its_continuation_gets_the_apis_
     (it held every turn of one chain, past any limit), and a request reaching a forgotten turn gets the
     API's error."""
     limit, requests, size = 2**18, 30, 25_000
-    path = tmp_path / "chain.yaml"
-    path.write_text(yaml.safe_dump({"replies": [{"content": "ok"}] * requests}))
-    sim = scenario_host(load_scenario(path), store_limit=limit, keep_requests=False)
+    script = yaml.safe_dump({"replies": [{"content": "ok"}] * requests})
+    sim = simulator(tmp_path, script, file="chain.yaml", store_limit=limit, keep_requests=False)
     store = sim.responses.store
 
     async def chain(client: AsyncOpenAI) -> tuple[list[tuple[int, int]], list[tuple[str, Any]]]:

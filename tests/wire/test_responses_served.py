@@ -12,10 +12,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from sim.core.errors import ScenarioError
-from sim.host.app import Host
-from sim.scenario.answerer import ScriptAnswerer
-from tests.host import in_process
-from tests.host.in_process import messages, talk
+from tests.host.in_process import messages, simulator, talk
 
 TOOL = {"type": "function", "name": "lookup", "description": "Looks up.", "strict": False,
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}  # fmt: skip
@@ -30,12 +27,8 @@ replies:
 """
 
 
-def simulator(tmp_path: Path, text: str = SCRIPT) -> Host[ScriptAnswerer]:
-    return in_process.simulator(tmp_path, text)
-
-
 def test_a_stateless_conversation_with_reasoning_sent_back(tmp_path: Path) -> None:
-    sim = simulator(tmp_path)
+    sim = simulator(tmp_path, SCRIPT)
 
     async def conversation(client: AsyncOpenAI) -> Any:
         first = await client.responses.create(
@@ -66,7 +59,7 @@ def test_a_stateless_conversation_with_reasoning_sent_back(tmp_path: Path) -> No
 
 
 def test_reasoning_that_does_not_come_back_unchanged_is_refused(tmp_path: Path) -> None:
-    sim = simulator(tmp_path)
+    sim = simulator(tmp_path, SCRIPT)
 
     async def conversation(client: AsyncOpenAI) -> Any:
         first = await client.responses.create(
@@ -92,7 +85,7 @@ def test_reasoning_that_does_not_come_back_unchanged_is_refused(tmp_path: Path) 
 
 
 def test_a_chain_through_previous_response_id(tmp_path: Path) -> None:
-    sim = simulator(tmp_path)
+    sim = simulator(tmp_path, SCRIPT)
 
     async def conversation(client: AsyncOpenAI) -> Any:
         first = await client.responses.create(model="m", input="Weather?", tools=[TOOL], store=True)
@@ -125,7 +118,7 @@ def test_a_chain_through_previous_response_id(tmp_path: Path) -> None:
     ids=["orphan output", "unanswered call", "chat-shaped tools", "unknown previous", "built-in tool"],
 )  # fmt: skip
 def test_requests_the_api_refuses(tmp_path: Path, body: dict[str, Any], status: int, says: str) -> None:
-    sim = simulator(tmp_path)
+    sim = simulator(tmp_path, SCRIPT)
 
     async def conversation(client: AsyncOpenAI) -> httpx2.Response:
         return await client.post("/responses", cast_to=httpx2.Response, body={"model": "m", **body})
@@ -155,7 +148,7 @@ def test_the_sdks_stream_helper_accumulates_the_events(tmp_path: Path) -> None:
 
 
 def test_streamed_calls_and_sequence_numbers(tmp_path: Path) -> None:
-    sim = simulator(tmp_path)
+    sim = simulator(tmp_path, SCRIPT)
 
     async def conversation(client: AsyncOpenAI) -> Any:
         stream = await client.responses.create(model="m", input="Weather?", tools=[TOOL], stream=True)
@@ -184,7 +177,7 @@ def test_length_and_content_filter_are_incomplete_responses(tmp_path: Path, fini
 
 @pytest.mark.parametrize("path", ["/v1/embeddings", "/v1/responses/resp_1", "/v2/chat"])
 def test_paths_not_served_get_a_json_404_naming_what_is_served(tmp_path: Path, path: str) -> None:
-    sim = simulator(tmp_path)
+    sim = simulator(tmp_path, SCRIPT)
 
     async def conversation(client: AsyncOpenAI) -> httpx2.Response:
         return await client.post(path.removeprefix("/v1"), cast_to=httpx2.Response, body={})
