@@ -6,14 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx2
 import pytest
 import yaml
 from typer.testing import CliRunner
 
-from sim.cli import app, drifting
-from sim.scenario.answerer import scenario_host
+from sim.cli import app
 from sim.scenario.schema import Scenario
+from tests.drift.live import live_model
 
 ROOT = Path(__file__).resolve().parents[2]
 ECHO = ROOT / "scenarios" / "echo-42.yaml"
@@ -35,8 +34,7 @@ COMMANDS = {
 def live(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """`sim drift`'s live model, in process; the test's folder the working one (fuzz saves there), with a
     scenario that does not load."""
-    simulator = scenario_host(Scenario.model_validate(yaml.safe_load(ECHO.read_text())), cycle=True)
-    monkeypatch.setattr(drifting, "transport_factory", lambda: httpx2.ASGITransport(app=simulator.app))
+    live_model(monkeypatch, Scenario.model_validate(yaml.safe_load(ECHO.read_text())), cycle=True)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-report-not-written-0123456789abcdef")
     monkeypatch.chdir(tmp_path)
     (tmp_path / "not-a-scenario.yaml").write_text("prompt: [unclosed\n")

@@ -8,18 +8,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import httpx2
 import pytest
 import yaml
 from typer.testing import CliRunner
 
 from sim.cassette.reader import read_cassette
 from sim.cassette.recording_answerer import RecordingAnswerer, recording_host
-from sim.cli import app, drifting, serving
+from sim.cli import app, serving
 from sim.core.untrusted import visible
 from sim.host.access_log import AccessLog
-from sim.scenario.answerer import scenario_host
 from sim.scenario.schema import Scenario
+from tests.drift.live import live_model
 from tests.host.test_access_log import post
 from tests.scripts import chat_cassette
 
@@ -78,8 +77,7 @@ def test_drift_json_and_page_write_out_the_live_reply(
 ) -> None:
     scenario = yaml.safe_load((ROOT / "scenarios" / "echo-42.yaml").read_text())
     scenario["replies"][0] = {"content": f"done {NAME}"}
-    simulator = scenario_host(Scenario.model_validate(scenario), cycle=True)
-    monkeypatch.setattr(drifting, "transport_factory", lambda: httpx2.ASGITransport(app=simulator.app))
+    live_model(monkeypatch, Scenario.model_validate(scenario), cycle=True)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-drift-untrusted-0123456789abcdef")
     page = tmp_path / "drift.html"
     done = CliRunner().invoke(app, ["drift", str(ROOT / "cassettes" / "echo-42.yaml"), "--json", "--report",

@@ -14,15 +14,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 import yaml
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner
 
-from sim.cli import app, drifting
+from sim.cli import app
 from sim.host.app import Host
-from sim.scenario.answerer import ScriptAnswerer, scenario_host
+from sim.scenario.answerer import ScriptAnswerer
 from sim.scenario.schema import Scenario
+from tests.drift.live import drift, live_model, live_model_afresh
 from tests.host.processes import SIM, served
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,17 +37,10 @@ def live(monkeypatch: pytest.MonkeyPatch) -> Host[ScriptAnswerer]:
     `expect_request`s (checked in every round): a live model answers whatever it is asked."""
     script = yaml.safe_load(ECHO.read_text())
     script["replies"] = [{k: v for k, v in r.items() if k != "expect_request"} for r in script["replies"]]
-    simulator = scenario_host(Scenario.model_validate(script), cycle=True)
-    monkeypatch.setattr(drifting, "transport_factory", lambda: httpx2.ASGITransport(app=simulator.app))
+    simulator = live_model(monkeypatch, Scenario.model_validate(script), cycle=True)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("OPENAI_ORG_ID", ORG)
     return simulator
-
-
-def drift(*args: str | Path) -> Result:
-    return CliRunner().invoke(
-        app, ["drift", *map(str, args), "--upstream", "http://sim.test/v1", "--concurrency", "1"]
-    )
 
 
 def test_recordings_the_model_still_answers_pass(live: Host[ScriptAnswerer]) -> None:
@@ -108,8 +101,7 @@ def test_untrusted_text_from_the_live_model_is_written_out(
 ) -> None:
     hostile = yaml.safe_load(ECHO.read_text())
     hostile["replies"][0] = {"content": "\x1b]52;c;ZXZpbA==\x07 done \u202e"}
-    simulator = scenario_host(Scenario.model_validate(hostile))
-    monkeypatch.setattr(drifting, "transport_factory", lambda: httpx2.ASGITransport(app=simulator.app))
+    live_model(monkeypatch, Scenario.model_validate(hostile))
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     done = drift(ROOT / "cassettes" / "echo-42.yaml")
     assert done.exit_code == 1
@@ -124,9 +116,7 @@ def test_a_live_reply_that_echoes_the_key_never_writes_or_shows_it(
     echoing = yaml.safe_load(ECHO.read_text())
     echoing["replies"][0] = {"content": f"your key is {KEY}, your organization {ORG}"}
     scenario = Scenario.model_validate(echoing)  # each run is served afresh, from its first reply
-    monkeypatch.setattr(
-        drifting, "transport_factory", lambda: httpx2.ASGITransport(app=scenario_host(scenario).app)
-    )
+    live_model_afresh(monkeypatch, scenario)
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("OPENAI_ORG_ID", ORG)
     report, fresh = tmp_path / "drift.html", tmp_path / "fresh"

@@ -13,11 +13,12 @@ from typing import Any
 import httpx2
 import pytest
 import yaml
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
-from sim.cli import app, drifting
+from sim.cli import drifting
 from sim.scenario.answerer import scenario_host
 from sim.scenario.schema import Scenario
+from tests.drift.live import drift as drift_in_process
 from tests.filesystems import fill
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,7 +51,8 @@ def live(monkeypatch: pytest.MonkeyPatch) -> Live:
 
 
 def drift(*args: str | Path) -> Result:
-    return CliRunner().invoke(app, ["drift", *map(str, args), "--upstream", "http://sim.test/v1"])
+    """`sim drift` at drift's own concurrency."""
+    return drift_in_process(*args, concurrency=None)
 
 
 def copies(folder: Path, *names: str) -> list[Path]:

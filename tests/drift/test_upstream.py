@@ -15,11 +15,10 @@ from pathlib import Path
 import httpx2
 import pytest
 import yaml
-from typer.testing import CliRunner, Result
 
-from sim.cli import app, drifting
-from sim.scenario.answerer import scenario_host
+from sim.cli import drifting
 from sim.scenario.schema import Scenario
+from tests.drift.live import drift, live_model_afresh
 
 ROOT = Path(__file__).resolve().parents[2]
 ECHO = ROOT / "scenarios" / "echo-42.yaml"
@@ -75,10 +74,6 @@ def streamed_recording(folder: Path) -> Path:
     return path
 
 
-def drift(*args: str | Path, upstream: str = "http://sim.test/v1") -> Result:
-    return CliRunner().invoke(app, ["drift", *map(str, args), "--upstream", upstream, "--concurrency", "1"])
-
-
 @pytest.mark.parametrize("streamed", [False, True])
 def test_the_key_glued_to_other_text_is_never_shown_or_written(
     streamed: bool, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
@@ -89,9 +84,7 @@ def test_the_key_glued_to_other_text_is_never_shown_or_written(
     echoing = yaml.safe_load(ECHO.read_text())
     echoing["replies"][0] = {"content": said}
     scenario = Scenario.model_validate(echoing)
-    monkeypatch.setattr(
-        drifting, "transport_factory", lambda: httpx2.ASGITransport(app=scenario_host(scenario).app)
-    )
+    live_model_afresh(monkeypatch, scenario)
     monkeypatch.setenv("OPENAI_API_KEY", HEX_KEY)
     recording = streamed_recording(tmp_path) if streamed else ROOT / "cassettes" / "echo-42.yaml"
     report, fresh = tmp_path / "drift.html", tmp_path / "fresh"
