@@ -27,7 +27,7 @@ from sim.cassette.writer import HttpExchange
 from sim.host.answers import Answer, ApiError, Ended, Ending, RawReply, Received
 from sim.host.app import Host
 from sim.host.serve import ConnectionAborted
-from sim.wire import codec_for
+from sim.wire import api_asked
 
 # not forwarded: hop-by-hop headers, what httpx sets itself, and what the body no longer is once decoded
 _REQUEST_DROPPED = frozenset({"host", "content-length", "connection", "keep-alive", "transfer-encoding",
@@ -51,10 +51,8 @@ def contained(tail: str) -> str | None:
 def api_of(tail: str) -> str:
     """The API a forwarded path asks (`chat`, `responses`: a stored response's too), or the path itself."""
     path = tail.split("?", 1)[0].rstrip("/")
-    codec = codec_for(path)
-    if codec is not None:
-        return codec.api.value
-    return "responses" if "/responses/" in path else path or "/"
+    api = api_asked(path)
+    return api.value if api is not None else path or "/"
 
 
 class UpstreamBrokeOff(ConnectionAborted):

@@ -43,10 +43,9 @@ from sim.host.answers import (
     Received,
     Refusal,
 )
-from sim.wire.chat import ChatProtocol
-from sim.wire.requests import CREATED, Asked, Refused, WireProtocol
+from sim.wire import CODECS, Api, models
+from sim.wire.requests import Asked, Refused, WireProtocol
 from sim.wire.response_store import STORE_LIMIT_BYTES
-from sim.wire.responses import ResponsesProtocol
 
 __all__ = ["Host", "api_error", "refusal"]
 
@@ -139,10 +138,12 @@ class Host(Generic[A]):
         self.on_answered = on_answered
         """Told of each request as it is answered (the access log)."""
         self.told_finished = False
-        self.responses = ResponsesProtocol(store_limit)
-        """The Responses API as served (its store of responses)."""
+        self.servers: dict[Api, WireProtocol] = {
+            api: codec.server(store_limit) for api, codec in CODECS.items()
+        }
+        """Each API as served, made by its `Codec` (the Responses API's holds its store of responses)."""
         self.protocols: dict[str, WireProtocol] = {
-            path: protocol for protocol in (ChatProtocol(), self.responses) for path in protocol.paths
+            path: protocol for protocol in self.servers.values() for path in protocol.paths
         }
         self.paths = list(self.protocols)
         """The API paths served."""
@@ -155,20 +156,18 @@ class Host(Generic[A]):
         else:
             routes = [
                 *(Route(path, self._api, methods=["POST"]) for path in self.paths),
-                Route("/v1/models", self._models, methods=["GET"]),
-                Route("/models", self._models, methods=["GET"]),
+                *(Route(path, self._models, methods=["GET"]) for path in models.PATHS),
             ]
         self.app = Starlette(routes=routes, exception_handlers={HTTPException: self._not_served})
 
     async def _not_served(self, request: Request, error: Exception) -> Response:
         status = error.status_code if isinstance(error, HTTPException) else 500
-        served = ", ".join(f"POST {path}" for path in self.paths) + ", GET /v1/models"
+        served = ", ".join([*(f"POST {path}" for path in self.paths), f"GET {models.PATHS[0]}"])
         message = f"sim does not serve {request.method} {request.url.path}; it serves {served}"
         return api_error(status, message, code="not_found" if status == 404 else None)
 
     async def _models(self, request: Request) -> Response:
-        model = {"id": self.model, "object": "model", "created": CREATED, "owned_by": "sim"}
-        return JSONResponse({"object": "list", "data": [model]})
+        return JSONResponse(models.model_list(self.model))
 
     async def _api(self, request: Request) -> Response:
         return await self._serve(request, self.protocols[request.scope["path"]])

@@ -21,6 +21,7 @@ from sim.core.messages import (
     ToolMessage,
     UserMessage,
 )
+from sim.wire import Api
 from sim.wire.response_store import ResponseStore
 from tests.host.in_process import messages, simulator, talk
 
@@ -129,8 +130,9 @@ def test_a_long_chain_holds_each_message_once(tmp_path: Path) -> None:
         len(messages(sim.answerer.problems)) == 1
         and "orphan tool result id: call_nobody" in messages(sim.answerer.problems)[0]
     )
-    assert len(sim.responses.store) == requests
-    assert sim.responses.store.messages_held == 2 * requests  # the first request's input, then a result and
+    store = sim.servers[Api.responses].store
+    assert len(store) == requests
+    assert store.messages_held == 2 * requests  # the first request's input, then a result and
     # a reply each time: 1 + 1 + 2 * (requests - 1)
     views = [request.messages for request in sim.answerer.requests]
     assert all(isinstance(view, HistoryView) for view in views)
@@ -148,7 +150,7 @@ def test_a_chain_past_the_limit_is_forgotten_and_its_continuation_gets_the_apis_
     limit, requests, size = 2**18, 30, 25_000
     script = yaml.safe_dump({"replies": [{"content": "ok"}] * requests})
     sim = simulator(tmp_path, script, file="chain.yaml", store_limit=limit, keep_requests=False)
-    store = sim.responses.store
+    store = sim.servers[Api.responses].store
 
     async def chain(client: AsyncOpenAI) -> tuple[list[tuple[int, int]], list[tuple[str, Any]]]:
         held, refused, previous = [], [], None
