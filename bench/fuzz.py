@@ -173,15 +173,15 @@ def where_the_time_goes(run: Any, label: str) -> None:
     run()
     profile.disable()
     totals: dict[str, float] = {}
-    stats: Any = pstats.Stats(profile).stats
+    stats: dict[Any, Any] = pstats.Stats(profile).stats  # type: ignore[attr-defined]
     for key, (_calls, _primitive, own, _cumulative, callers) in stats.items():
         part = _part(key)
         if part is None and callers:
-            spent = {caller: numbers[3] for caller, numbers in callers.items()}
-            whole = sum(spent.values()) or 1.0
-            for caller, share in spent.items():
+            shares = {caller: numbers[3] for caller, numbers in callers.items()}
+            called = sum(shares.values()) or 1.0
+            for caller, share in shares.items():
                 called_from = _part(caller) or "the rest"
-                totals[called_from] = totals.get(called_from, 0.0) + own * share / whole
+                totals[called_from] = totals.get(called_from, 0.0) + own * share / called
             continue
         totals[part or "the rest"] = totals.get(part or "the rest", 0.0) + own
     whole = sum(totals.values())
