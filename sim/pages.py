@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sim.core.transcript import counted, turns
+from sim.core.counts import counted, turns
 from sim.reports.html import Report, Tally, divergence, render, section
 
 if TYPE_CHECKING:

@@ -9,7 +9,8 @@ from urllib.parse import urlsplit
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from sim.core.errors import ConfigurationError
-from sim.wire import ENDPOINTS, Api
+from sim.wire import Api
+from sim.wire.registry import ENDPOINTS
 
 REQUIRED = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL")
 

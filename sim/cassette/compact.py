@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from sim.core.json_text import loads
-from sim.wire import CODECS
+from sim.wire.registry import CODECS
 
 LISTS = tuple(codec.conversation for codec in CODECS.values())
 """The keys of a conversation's list, per API."""

@@ -25,7 +25,7 @@ from sim.core.messages import (
     ToolMessage,
 )
 from sim.core.model import ModelReply, ToolSpec
-from sim.wire import Codec
+from sim.wire.registry import Codec
 
 
 @dataclass(frozen=True, slots=True)

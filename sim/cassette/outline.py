@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from sim.cassette.conversations import HttpFailure, ModelCall, conversations
 from sim.cassette.reader import Cassette
+from sim.core.counts import counted
 from sim.core.messages import AssistantMessage, ChatMessage, Reasoning, ToolMessage
-from sim.core.transcript import counted, preview
+from sim.core.transcript import preview
 
 
 def _reasoning(reasoning: Reasoning) -> str:

@@ -29,7 +29,7 @@ from sim.core.errors import CassetteError
 from sim.core.json_text import loads
 from sim.scenario.user_files import FileRefused, opened, read_text
 from sim.scenario.yaml_source import YamlLoader, YamlTooLarge, check_limits, may_alias, yaml_problem
-from sim.wire import Codec, codec_for
+from sim.wire.registry import Codec, codec_for
 
 
 class _CassetteLoader(YamlLoader):

@@ -24,7 +24,7 @@ from sim.core.errors import CassetteError
 from sim.core.problems import Problem, ProblemKind
 from sim.host.answers import Answer, ApiError, RawReply, Received
 from sim.host.app import Host
-from sim.wire import codec_for
+from sim.wire.registry import codec_for
 
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "te", "trailer", "upgrade"})
 _NOT_SERVED = SECRET_HEADERS | STALE_HEADERS | _HOP_BY_HOP | {"content-type", "date", "server"}

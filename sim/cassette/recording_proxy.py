@@ -27,7 +27,7 @@ from sim.cassette.writer import HttpExchange
 from sim.host.answers import Answer, ApiError, Ended, Ending, RawReply, Received
 from sim.host.app import Host
 from sim.host.serve import ConnectionAborted
-from sim.wire import api_asked
+from sim.wire.registry import api_asked
 
 # not forwarded: hop-by-hop headers, what httpx sets itself, and what the body no longer is once decoded
 _REQUEST_DROPPED = frozenset({"host", "content-length", "connection", "keep-alive", "transfer-encoding",

@@ -31,7 +31,7 @@ from sim.core.scripted import ScriptedToolResults
 from sim.core.tools import AnyArguments, ToolDefinition, ToolRegistry, ToolResult
 from sim.core.transcript import TranscriptRecorder
 from sim.host.transport import transport
-from sim.wire import ENDPOINTS
+from sim.wire.registry import ENDPOINTS
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from typing import Any
 from sim.cassette.secrets import CREDENTIAL_PATTERNS, credentials_in, known_secrets_pattern, scrub_text
 from sim.cassette.stored_body import sse_lines
 from sim.core.json_text import loads
-from sim.wire import CODECS
+from sim.wire.registry import CODECS
 
 _LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
 

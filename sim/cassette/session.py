@@ -13,7 +13,8 @@ from sim.core.errors import MessageContractError
 from sim.core.json_text import loads
 from sim.core.outcome import Outcome
 from sim.core.tools import ToolResult
-from sim.wire import CODECS, Api
+from sim.wire import Api
+from sim.wire.registry import CODECS
 
 
 class RecordedTool(BaseModel):

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from sim.cli.terminal import err, out, usage_error
+from sim.core.counts import counted
 from sim.core.errors import CassetteError
 
 Cassettes = Annotated[list[Path], typer.Argument(metavar="FILES", help="Cassette files, rewritten in place.")]
@@ -93,7 +94,6 @@ def recover(
     The session's `sim:` block was never written: replay the result with `sim serve`, or convert it
     (`sim convert`)."""
     from sim.cassette.journal import SUFFIX, same_file, write_recovered
-    from sim.core.transcript import counted
 
     if not journal.is_file():
         raise usage_error(f"no such file: {journal}")

@@ -15,6 +15,7 @@ from rich.text import Text
 
 from sim.cli.terminal import JsonFlag, ReportFile, err, out, print_json, usage_error, write_report_if_asked
 from sim.cli.verdicts import files_given
+from sim.core.counts import counted
 from sim.core.errors import CassetteError, ConfigurationError, ScenarioError
 from sim.core.untrusted import visible
 from sim.wire import Api
@@ -182,7 +183,6 @@ async def _scenario(
 
 
 def _tell(result: FileDrift, scrubber: Scrubber) -> None:
-    from sim.core.transcript import counted
     from sim.drift.compare import Drift
 
     def said(text: str) -> str:
@@ -235,7 +235,6 @@ def _counts(results: list[FileDrift]) -> dict[Drift, int]:
 
 
 def _summary(results: list[FileDrift], table: dict[str, tuple[float, float]]) -> None:
-    from sim.core.transcript import counted
     from sim.drift.compare import Drift
 
     counts = _counts(results)
@@ -334,7 +333,6 @@ def _rerecord(results: list[FileDrift], targets: dict[str, Path], secrets: tuple
     recording of the model), which is said. The files whose drift breaks the recording are listed: they
     need a real re-recording with the program. False when a cassette could not be written (one line)."""
     from sim.cassette.writer import write_cassette
-    from sim.core.transcript import counted
     from sim.drift.compare import Drift
 
     written = True

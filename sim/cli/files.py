@@ -22,6 +22,7 @@ from sim.cli.terminal import (
     write_report_if_asked,
 )
 from sim.cli.verdicts import each, files_given, verdicts
+from sim.core.counts import counted, turns
 from sim.core.errors import CassetteError, ScenarioError
 from sim.core.untrusted import visible
 from sim.wire import Api
@@ -53,7 +54,6 @@ def play(
     report: ReportFile = None,
 ) -> None:
     """Run scenario files through the real loop with their scripted model and world."""
-    from sim.core.transcript import turns
     from sim.pages import played
     from sim.player import play_file
 
@@ -163,7 +163,6 @@ def replay(
 ) -> None:
     """Replay recorded sessions offline (no key, no network, no command run); compare with the recording."""
     from sim.cassette.replay import replay_file
-    from sim.core.transcript import counted, turns
     from sim.pages import replayed
 
     reports = each(files_given(paths), "replaying", replay_file, as_json)
@@ -184,7 +183,6 @@ def convert(
     from sim.cassette.convert import scenario_data
     from sim.cassette.scrubbing import Scrubber
     from sim.cassette.writer import to_yaml, write_atomically
-    from sim.core.transcript import counted
 
     found = open_one(cassette, _runs)
     if not found:

@@ -26,8 +26,8 @@ from sim.cli.terminal import (
     usage_error,
     write_report_if_asked,
 )
+from sim.core.counts import counted
 from sim.core.errors import ConfigurationError
-from sim.core.transcript import counted
 from sim.core.untrusted import visible
 from sim.fuzz.terms import BOUND, MAX_RUN_SECONDS, RUN_SECONDS, Profile
 

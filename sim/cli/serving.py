@@ -14,9 +14,10 @@ import typer
 
 from sim.cassette.proxy_terms import STOP_GRACE, UPSTREAM_TIMEOUT
 from sim.cli.terminal import err, open_one, usage_error
+from sim.core.counts import counted
 from sim.core.errors import CassetteError, ConfigurationError
 from sim.core.untrusted import visible
-from sim.wire.response_store import STORE_LIMIT_BYTES
+from sim.wire import STORE_LIMIT_BYTES
 
 if TYPE_CHECKING:
     from sim.host.access_log import AccessLog
@@ -68,7 +69,6 @@ def _access_log(quiet: bool, as_json: bool) -> AccessLog | None:
 
 def _tell(problems: list[str], received: int, by_api: Counter[str], answered: str) -> None:
     """What went wrong, a line each, then how many requests came (per API) and what was answered."""
-    from sim.core.transcript import counted
 
     for problem in problems:
         err.print(f"! {visible(problem)}", markup=False)
@@ -112,7 +112,6 @@ def serve(
     """Serve an OpenAI-compatible API (Chat Completions and Responses) answering from FILE: a scenario's
     scripted replies, or a cassette's recorded responses."""
     from sim.cassette.reader import looks_like_cassette
-    from sim.core.transcript import counted
     from sim.host.serve import base_url
     from sim.scenario.answerer import scenario_host
     from sim.scenario.loader import load_scenario
@@ -171,7 +170,6 @@ def _serve_cassette(file: Path, host: str, port: int, grace: float | None, log: 
     """Serve a cassette; with a `grace` (`--once`), until it is over and the grace has passed."""
     from sim.cassette.reader import read_cassette
     from sim.cassette.recording_answerer import RecordingAnswerer, base_path, recording_host
-    from sim.core.transcript import counted
     from sim.host.serve import base_url
 
     once = grace is not None
@@ -256,7 +254,6 @@ def proxy(
     from sim.cassette.scrubbing import Scrubber
     from sim.cassette.secrets import require_scrubbable
     from sim.cassette.upstream import UpstreamUrl
-    from sim.core.transcript import counted
     from sim.host.serve import CommandNotFound, base_url
 
     _seconds("--upstream-timeout", upstream_timeout, least=0.1)

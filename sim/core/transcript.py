@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sim.core.calls import CallRef
+from sim.core.counts import counted, turns
 from sim.core.events import (
     ModelReplied,
     RunEnded,
@@ -22,17 +23,6 @@ def preview(text: str, limit: int = _PREVIEW_CHARS) -> str:
     what is shown is worked on: each character is written as one or more, so its first `limit` are enough)."""
     flat = visible(text[:limit])  # a newline written out too
     return flat if len(flat) <= limit and len(text) <= limit else flat[: limit - 1] + "…"
-
-
-def counted(count: int, noun: str, plural: str = "") -> str:
-    """`1 turn`, `2 turns`: the count and its noun, plural unless it is one (`plural` where an s is not
-    how: `counted(2, "reply", "replies")`)."""
-    return f"{count} {noun if count == 1 else plural or noun + 's'}"
-
-
-def turns(count: int) -> str:
-    """`1 turn`, `2 turns`."""
-    return counted(count, "turn")
 
 
 def event_lines(event: RunEvent) -> list[str]:

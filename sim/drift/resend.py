@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim.cassette.reader import RecordedResponse
-from sim.wire import Codec
 from sim.wire.carrying import Answer
+from sim.wire.registry import Codec
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,9 +43,9 @@ from sim.host.answers import (
     Received,
     Refusal,
 )
-from sim.wire import CODECS, Api, models
+from sim.wire import STORE_LIMIT_BYTES, Api, models
+from sim.wire.registry import CODECS
 from sim.wire.requests import Asked, Refused, WireProtocol
-from sim.wire.response_store import STORE_LIMIT_BYTES
 
 __all__ = ["Host", "api_error", "refusal"]
 

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from jinja2 import Environment
 
+from sim.core.counts import counted
 from sim.core.json_text import loads
-from sim.core.transcript import counted
 from sim.core.untrusted import visible
 
 _ERROR_CODE = re.compile(r"Error \[([A-Za-z0-9_]+)\]")

@@ -25,8 +25,8 @@ from sim.scenario.expectations import check_request
 from sim.scenario.outline import summary
 from sim.scenario.schema import Latency, Scenario, ScriptedReplySpec
 from sim.scenario.world import scripted_reply
+from sim.wire import STORE_LIMIT_BYTES
 from sim.wire.requests import Asked
-from sim.wire.response_store import STORE_LIMIT_BYTES
 from sim.wire.tool_choice import contradicts_tool_choice
 
 __all__ = ["ScriptAnswerer", "scenario_host", "scripted_answer"]

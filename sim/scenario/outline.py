@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sim.core.transcript import counted, preview, turns
+from sim.core.counts import counted, turns
+from sim.core.transcript import preview
 from sim.scenario.schema import Scenario, ScriptedReplySpec
 
 

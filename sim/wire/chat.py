@@ -2,7 +2,7 @@
 incrementally and replies decoded and checked (the client side); recorded bodies read (`history`,
 `chained_to`, `response_id`, `ending`, the stream's text pieces); drift's carry-forward (`answer_from_wire`,
 `carried_forward`, `chained`); and requests parsed once and replies written as JSON or a stream (the server
-side, `ChatProtocol`). `sim.wire.CODECS` asks it through one `Codec`."""
+side, `ChatProtocol`). `sim.wire.registry.CODECS` asks it through one `Codec`."""
 
 from __future__ import annotations
 

@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sim.core.messages import AssistantMessage, ChatMessage, SharedPrefix, TextItem, ToolMessage
+from sim.wire import STORE_LIMIT_BYTES
 
-STORE_LIMIT_BYTES = 256 * 1024 * 1024
-"""How much conversation text the store keeps by default (`sim serve --store-limit`)."""
 _MESSAGE_BYTES = 500
 """What a message costs beyond its text (the model object, its dict and strings), as measured."""
 _PART_BYTES = 600

@@ -2,8 +2,8 @@
 and replies decoded, checked and assembled from streams (the client side); recorded bodies read (`history`,
 `chained_to`, `response_id`, `ending`, the stream's text pieces); drift's carry-forward (`answer_from_wire`,
 `carried_forward`, `chained`); and requests parsed, chained and checked once and replies written as JSON or
-events (the server side, `ResponsesProtocol`); all to and from the core messages. `sim.wire.CODECS` asks
-it through one `Codec`.
+events (the server side, `ResponsesProtocol`); all to and from the core messages.
+`sim.wire.registry.CODECS` asks it through one `Codec`.
 
 The system prompt is `instructions`; the history is `input` items (`message`, `function_call` with its
 `call_id`, `function_call_output`, and `reasoning` items sent back as the model returned them); tools
@@ -35,6 +35,7 @@ from sim.core.messages import (
 )
 from sim.core.model import FinishReason, ModelReply, ModelRequest, ToolSpec, Usage
 from sim.core.strict_schema import strict_by_default
+from sim.wire import STORE_LIMIT_BYTES
 from sim.wire.body_bytes import EncodedTools, GrowingItems, assemble, dumps
 from sim.wire.carrying import Answer, CannotResend, renamed
 from sim.wire.chat import STREAM_ENDED_EARLY, content_text, estimate_usage, well_formed
@@ -50,7 +51,7 @@ from sim.wire.requests import (
     refused_type,
     refused_unsupported,
 )
-from sim.wire.response_store import STORE_LIMIT_BYTES, ResponseStore
+from sim.wire.response_store import ResponseStore
 from sim.wire.sse import frame
 from sim.wire.stream_text import StreamText
 from sim.wire.tool_choice import ReplyTerms, reply_terms

@@ -9,8 +9,9 @@ import pytest
 
 from sim.core.messages import AssistantMessage, ToolCall
 from sim.core.model import ModelReply
-from sim.wire import CODECS, Api
+from sim.wire import Api
 from sim.wire.carrying import Answer, CannotResend, renamed
+from sim.wire.registry import CODECS
 
 
 def calls(*pairs: tuple[str, str]) -> list[ToolCall]:

@@ -8,9 +8,10 @@ import pytest
 from sim.core.errors import ConfigurationError
 from sim.core.messages import AssistantMessage
 from sim.core.model import ModelReply
-from sim.wire import CODECS, ENDPOINTS, Api, api_asked, codec_for
+from sim.wire import Api
 from sim.wire import chat as chat_module
 from sim.wire import responses as responses_module
+from sim.wire.registry import CODECS, ENDPOINTS, api_asked, codec_for
 
 
 def test_an_api_is_named_in_any_case_and_a_wrong_name_says_the_choices() -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from sim.core.messages import SystemMessage, UserMessage
-from sim.wire import CODECS, Api
+from sim.wire import Api
+from sim.wire.registry import CODECS
 from sim.wire.responses import ResponsesProtocol, history
 
 
