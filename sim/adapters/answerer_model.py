@@ -7,11 +7,11 @@ adapter would raise or return it: a model reply written and read by the same wir
 mapped by `sim.adapters.api_errors` as the SDK adapters map theirs, a malformed or cut body as the reply
 error the adapter raises for a body that is not JSON. So the answerer (a scenario's `ScriptAnswerer`)
 judges the same requests, and the loop sees the same replies and errors, as over the real SDK and host.
+An answer's pacing (a scenario's latency) is the host's to keep: asked directly, every answer comes at once.
 """
 
 from __future__ import annotations
 
-import asyncio
 from functools import partial
 from typing import Any
 
@@ -51,9 +51,9 @@ class AnswererModel:
         self._sent += 1
         read = partial(_parse, self._protocol, body)
         received = Received(self._sent, "POST", self._path, "", _NOT_A_RETRY, b"", self._protocol.name, read)
-        return await self._reply(await self.answerer.answer(received), received)
+        return self._reply(await self.answerer.answer(received), received)
 
-    async def _reply(self, answer: Answer, request: Received) -> ModelReply:
+    def _reply(self, answer: Answer, request: Received) -> ModelReply:
         """`answer` as the adapter reads the host's reply to a request that does not stream."""
         if isinstance(answer, Problem):
             raise _error(ApiError.of(answer))
@@ -61,7 +61,6 @@ class AnswererModel:
             raise TypeError(
                 "an HTTP reply sent as it is needs the host: play it over the SDK and `transport`"
             )
-        await _wait(answer.pacing.first_byte)
         if isinstance(answer, ApiError):
             raise _error(answer)
         asked = request.parsed
@@ -86,8 +85,3 @@ def _error(error: ApiError) -> Exception:
 
 def _lower(headers: tuple[tuple[str, str], ...]) -> dict[str, str]:
     return {name.lower(): value for name, value in headers}
-
-
-async def _wait(seconds: float) -> None:
-    if seconds:
-        await asyncio.sleep(seconds)
