@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner
 
 from sim.cli import app, drifting, serving
 from sim.core.model import Usage
 from sim.drift.session import FileDrift
+from tests.commands import invoke
 from tests.scripts import chat_cassette
 
 REPO = Path(__file__).resolve().parents[1]
@@ -63,10 +64,6 @@ def test_bundled_offline_example_runs_the_real_loop() -> None:
 
 
 SCENARIOS = REPO / "scenarios"
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(app, list(args))
 
 
 class TestPlay:

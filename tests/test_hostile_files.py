@@ -11,7 +11,6 @@ import os
 import resource
 import subprocess
 import sys
-import traceback
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,13 +18,12 @@ from typing import Any
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
-from sim.cli import app
+from tests.commands import in_process
 from tests.hangs import within
+from tests.host.processes import SIM
 
 ROOT = Path(__file__).resolve().parents[1]
-SIM = [sys.executable, "-m", "sim.cli"]
 MEMORY_CAP = 1536 * 1024 * 1024
 API_KEY = "sk-hostile-files-test"
 
@@ -49,15 +47,10 @@ def sim(*args: str | Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def in_process(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    """`sim ARGS` run in this process, told as a process would end: its exit code, what it printed and any
-    traceback that escaped."""
-    argv = [str(arg) for arg in args]
-    result = CliRunner().invoke(app, argv, env={"OPENAI_API_KEY": API_KEY})
-    stderr = result.stderr
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        stderr += "".join(traceback.format_exception(result.exception))
-    return subprocess.CompletedProcess(argv, result.exit_code, result.stdout, stderr)
+@pytest.fixture(autouse=True)
+def key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The key commands that call a model read, for the commands run in this process."""
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
 
 
 def _address_space() -> int | None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.host.processes import served
 
 KEY = "sk-RECOGNISABLE-fixture-4b1d9a"
 SCENARIO = "prompt: hi\ntools: []\nreplies:\n  - content: hello\n"
@@ -33,17 +34,8 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses POSIX sign
 @pytest.fixture
 def server(tmp_path: Path) -> object:
     (tmp_path / "hello.yaml").write_text(SCENARIO)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "sim.cli", "serve", str(tmp_path / "hello.yaml"), "--port", "0", "--cycle"],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    url = process.stdout.readline().strip().removeprefix("OPENAI_BASE_URL=")
-    yield url, process
-    if process.poll() is None:
-        process.kill()
-    process.wait(timeout=10)
+    with served(tmp_path / "hello.yaml", "--cycle") as (process, url):
+        yield url, process
 
 
 def test_record_once_then_replay_offline(
@@ -140,26 +132,14 @@ def test_an_openai_agents_run_over_the_responses_api_is_recorded_then_replayed(
     pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "weather.yaml").write_text(WEATHER)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "sim.cli", "serve", str(tmp_path / "weather.yaml"), "--port", "0", "--once"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None and server.stderr is not None
-        monkeypatch.setenv(
-            "OPENAI_BASE_URL", server.stdout.readline().strip().removeprefix("OPENAI_BASE_URL=")
-        )
+    with served(tmp_path / "weather.yaml", "--once") as (server, url):
+        assert server.stderr is not None
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
         monkeypatch.setenv("OPENAI_API_KEY", KEY)
         pytester.makepyfile(test_agent=AGENT_TEST)
         pytester.runpytest_subprocess("--sim-record=once").assert_outcomes(passed=1)
         assert server.wait(timeout=20) == 0
         assert "(responses 2)" in server.stderr.read()
-    finally:
-        if server.poll() is None:
-            server.kill()
-            server.wait(timeout=10)
     text = (pytester.path / "cassettes" / "agent.yaml").read_text()
     assert KEY not in text and "/v1/responses" in text
     pytester.runpytest_subprocess().assert_outcomes(passed=1)  # the server is gone: this is a replay

@@ -25,11 +25,11 @@ from sim.cassette.replay import replay_cassette
 from sim.cassette.writer import to_yaml
 from sim.cli import app, files
 from sim.core.errors import CassetteError
+from tests.commands import in_process
 from tests.corpus import needs_corpus, real_cassettes
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = sorted((ROOT / "cassettes").rglob("*.yaml"))
-SIM = [sys.executable, "-m", "sim.cli"]
 
 
 def compacted(original: Path, folder: Path) -> Path:
@@ -146,9 +146,7 @@ def test_a_broken_reference_is_one_line_naming_the_interaction(
     path.write_text(to_yaml(data))
     with pytest.raises(CassetteError, match=f"interaction 1: .*{said[:20]}"):
         read_cassette(path)
-    done = subprocess.run(
-        [*SIM, "expand", str(path)], capture_output=True, text=True, timeout=60, check=False
-    )
+    done = in_process("expand", path)
     assert done.returncode == 1 and said in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
@@ -198,7 +196,7 @@ def test_show_check_and_convert_read_the_compact_form(tmp_path: Path) -> None:
         ["check", str(path)],
         ["convert", str(path), "-o", str(tmp_path / "s.yaml")],
     ):
-        done = subprocess.run([*SIM, *command], capture_output=True, text=True, timeout=60, check=False)
+        done = in_process(*command)
         assert done.returncode == 0, done.stdout + done.stderr
     assert yaml.safe_load((tmp_path / "s.yaml").read_text())["replies"]
 

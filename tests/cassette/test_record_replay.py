@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -19,10 +18,12 @@ import yaml
 
 from sim.cassette.reader import read_cassette
 from sim.cassette.replay import replay_cassette
+from tests.commands import in_process
 from tests.corpus import needs_corpus, real_cassettes
+from tests.host import processes
+from tests.host.processes import SIM
 
 ROOT = Path(__file__).resolve().parents[2]
-SIM = [sys.executable, "-m", "sim.cli"]
 KEY = "sk-RECOGNISABLE-key-5f2a9c7e31d4"
 ORG = "org-RECOGNISABLEorg9f8e7d6c"
 PROJECT = "proj_RECOGNISABLEproj1a2b3c4d"
@@ -32,19 +33,9 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses POSIX sign
 
 @contextmanager
 def served(scenario: Path) -> Iterator[str]:
-    server = subprocess.Popen(
-        [*SIM, "serve", str(scenario), "--port", "0"], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert server.stdout is not None
-        yield server.stdout.readline().strip().removeprefix("OPENAI_BASE_URL=")
-    finally:
-        server.send_signal(signal.SIGINT)
-        try:
-            server.wait(timeout=3)  # a graceful shutdown waits for replies still in flight
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(timeout=10)
+    """`sim serve SCENARIO` on a port, its base URL; interrupted at the end (a graceful shutdown)."""
+    with processes.served(scenario, graceful=True) as (_, base_url):
+        yield base_url
 
 
 def environment(base_url: str) -> dict[str, str]:
@@ -237,18 +228,14 @@ def test_a_cassette_not_recorded_by_sim_cannot_be_replayed() -> None:
 
 
 def test_replay_cli_over_the_bundled_cassettes() -> None:
-    done = subprocess.run(
-        [*SIM, "replay", str(ROOT / "cassettes")], capture_output=True, text=True, timeout=60, check=False
-    )
+    done = in_process("replay", ROOT / "cassettes")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.strip().endswith("8 passed, 0 failed")  # four sessions, over each API
 
 
 def test_replay_cli_fails_on_a_mismatch(tmp_path: Path) -> None:
     path = edited(tmp_path, lambda d: d["sim"].update(prompt="Something else."))
-    done = subprocess.run(
-        [*SIM, "replay", str(path)], capture_output=True, text=True, timeout=60, check=False
-    )
+    done = in_process("replay", path)
     assert done.returncode == 1
     recorded = "Run `echo 42` and tell me the result."
     assert f'turn 1: messages[1].content: recorded "{recorded}" != now "Something else."' in done.stdout
@@ -265,7 +252,7 @@ def test_a_streamed_reply_echoing_the_secrets_is_recorded_without_them(tmp_path:
     text = cassette.read_text()
     for secret in (KEY, ORG, PROJECT, KEY[3:], ORG[4:], PROJECT[5:]):
         assert secret not in text
-    check = subprocess.run([*SIM, "check", str(cassette)], capture_output=True, text=True, timeout=60)
+    check = in_process("check", cassette)
     assert check.returncode == 0, check.stdout
 
 
@@ -273,14 +260,10 @@ def test_a_streamed_reply_echoing_the_secrets_is_recorded_without_them(tmp_path:
 def test_a_key_too_short_to_scrub_is_refused_before_the_session(tmp_path: Path, key: str) -> None:
     cassette = tmp_path / "short.yaml"
     with served(ROOT / "scenarios" / "echo-42.yaml") as base_url:
-        done = subprocess.run(
-            [*SIM, "record", str(cassette), "--prompt", "p", "--approve", "always"],
+        done = in_process(
+            "record", cassette, "--prompt", "p", "--approve", "always",
             env={**environment(base_url), "OPENAI_API_KEY": key},
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        )  # fmt: skip
         served_before = subprocess.run(  # the script is untouched: its first reply is still there
             [*SIM, "record", str(tmp_path / "ok.yaml"), "--prompt", "Run `echo 42` and tell me the result.",
              "--approve", "always"],
@@ -297,14 +280,10 @@ def test_a_key_too_short_to_scrub_is_refused_before_the_session(tmp_path: Path, 
 def test_a_key_holding_a_line_break_is_never_shown(tmp_path: Path, command: str, as_json: bool) -> None:
     key = "sk-NEWLINE-key-abcdef\nx"
     target = [str(tmp_path / "c.yaml")] if command == "record" else []
-    done = subprocess.run(
-        [*SIM, command, *target, "--prompt", "p", *(["--json"] if as_json else [])],
+    done = in_process(
+        command, *target, "--prompt", "p", *(["--json"] if as_json else []),
         env={**environment("http://127.0.0.1:9/v1"), "OPENAI_API_KEY": key},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    )  # fmt: skip
     assert done.returncode == 2
     assert "NEWLINE" not in done.stdout + done.stderr
     assert done.stderr.strip().splitlines() == [

@@ -12,17 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
 
-from sim.cli import app
+from tests.commands import invoke
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "fuzzing.md"
 CAREFUL = "tests.fuzz.targets:careful"
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(app, list(args))
 
 
 def documented_fields(command: str) -> list[str]:

@@ -22,6 +22,7 @@ from sim.cli import app
 from sim.host.app import Host
 from sim.scenario.answerer import ScriptAnswerer
 from sim.scenario.schema import Scenario
+from tests.commands import in_process
 from tests.drift.live import drift, live_model, live_model_afresh
 from tests.host.processes import SIM, served
 
@@ -146,7 +147,11 @@ def test_usage_errors_are_one_line(options: list[str], said: str, monkeypatch: p
     assert done.exit_code == 2 and said in done.output, done.output
 
 
-def test_a_real_process_against_a_real_server_never_shows_the_key(tmp_path: Path) -> None:
+def test_a_real_process_against_a_real_server_never_shows_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real `sim drift` process against `sim serve` on a port: only a real process shows what reaches its
+    own stdout and stderr across a real connection. Without a key, the one-line refusal (in process)."""
     environment = {**os.environ, "OPENAI_API_KEY": KEY}
     with served(ECHO, "--cycle", "--quiet") as (_, base_url):
         done = subprocess.run(
@@ -156,11 +161,10 @@ def test_a_real_process_against_a_real_server_never_shows_the_key(tmp_path: Path
     assert done.returncode == 0, done.stdout + done.stderr
     assert json.loads(done.stdout)["files"][0]["drift"] == "same"
     assert KEY not in done.stdout + done.stderr
-    keyless = {name: value for name, value in os.environ.items() if name != "OPENAI_API_KEY"}
-    missing = subprocess.run(
-        [*SIM, "drift", "x.yaml", "--upstream", "http://127.0.0.1:9/v1"],
-        capture_output=True, text=True, timeout=60, env=keyless, cwd=tmp_path, check=False,
-    )  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    missing = in_process(
+        "drift", "x.yaml", "--upstream", "http://127.0.0.1:9/v1", env={"OPENAI_API_KEY": None}
+    )
     assert missing.returncode == 2 and len(missing.stderr.strip().splitlines()) == 1, missing.stderr
     assert "OPENAI_API_KEY" in missing.stderr
 

@@ -4,10 +4,11 @@ the printed `OPENAI_BASE_URL`, is bounded by timeouts, and is stopped by the tes
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 SIM = [sys.executable, "-m", "sim.cli"]
@@ -18,9 +19,10 @@ MARKED_KEY = "sk-marked-proxy-key-0123456789abcdef"
 
 @contextmanager
 def sim_process(
-    *args: str, environment: Mapping[str, str] | None = None, cwd: Path | None = None
+    *args: str, environment: Mapping[str, str] | None = None, cwd: Path | None = None, graceful: bool = False
 ) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """`sim ARGS... --port 0` started; yields the process and the base URL it printed."""
+    """`sim ARGS... --port 0` started; yields the process and the base URL it printed. Stopped at the end
+    by a kill, or with `graceful` by an interrupt (it finishes the replies in flight) and a kill after 3 s."""
     process = subprocess.Popen(
         [*SIM, *args],
         stdout=subprocess.PIPE,
@@ -37,15 +39,19 @@ def sim_process(
         )
         yield process, line.strip().split("=", 1)[1]
     finally:
+        if graceful and process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            with suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=3)
         if process.poll() is None:
             process.kill()
         process.wait(timeout=10)
 
 
 @contextmanager
-def served(file: Path, *options: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """`sim serve FILE --port 0 OPTIONS...`."""
-    with sim_process("serve", str(file), "--port", "0", *options) as started:
+def served(file: Path, *options: str, graceful: bool = False) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """`sim serve FILE --port 0 OPTIONS...`, stopped as `sim_process` says."""
+    with sim_process("serve", str(file), "--port", "0", *options, graceful=graceful) as started:
         yield started
 
 

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ from sim.scenario import load_scenario, scenario_files
 from sim.scenario.answerer import ScriptAnswerer
 from sim.scenario.schema import Scenario
 from sim.scenario.world import scripted_reply
-from tests.host.processes import SIM
+from tests.commands import in_process
 
 MALFORMED = sorted((Path(__file__).parent / "malformed").glob("*.yaml"))
 
@@ -246,7 +245,6 @@ def test_check_refuses_what_play_would_crash_on_in_one_line(tmp_path: Path, case
         load_scenario(path)
     assert f"case.yaml:{says}" in str(caught.value)
     report = tmp_path / "play.html"
-    played = subprocess.run([*SIM, "play", str(path), "--report", str(report)],
-                            capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    played = in_process("play", path, "--report", report)
     assert played.returncode == 1 and "Traceback" not in played.stdout + played.stderr
     assert report.is_file()
