@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 import vcr
-from checkouts import THIS, checked, in_turn, launch, paired_ratio  # this script's folder is on the path
+from checkouts import THIS, checked, in_turn, launch, paired_ratio  # bench/checkouts.py
 from vcr.cassette import Cassette
 from vcr.request import Request
 
@@ -168,41 +168,53 @@ REPLAY_IN_A_CHILD = """
 import asyncio, sys, time
 from pathlib import Path
 from sim.cassette.replay import replay_cassette
-best = float("inf")
+wall = cpu = float("inf")
 for _ in range(int(sys.argv[2])):
-    started = time.perf_counter()
+    started, used = time.perf_counter(), time.process_time()
     report = asyncio.run(replay_cassette(Path(sys.argv[1])))
-    best = min(best, time.perf_counter() - started)
+    wall, cpu = min(wall, time.perf_counter() - started), min(cpu, time.process_time() - used)
     assert report.passed, report.problems
-print(best)
+print(wall, cpu)
 """
 
 
-def replayed_by(checkout: Path, cassette: Path, best_of: int) -> float:
-    """Seconds: the best of `best_of` replays of `cassette` by `checkout`'s sim, in a process of its own."""
+def replayed_by(checkout: Path, cassette: Path, best_of: int) -> tuple[float, float]:
+    """Seconds, wall and CPU: the best of `best_of` replays of `cassette` by `checkout`'s sim (a process)."""
     done = subprocess.run(
         [sys.executable, "-c", REPLAY_IN_A_CHILD, str(cassette), str(best_of)],
         capture_output=True, text=True, check=False, **launch(checkout),
     )  # fmt: skip
     if done.returncode != 0:
         raise SystemExit(f"{checkout}: replaying {cassette.name} failed:\n{done.stderr[-3000:]}")
-    return float(done.stdout.split()[-1])
+    wall, cpu = done.stdout.split()[-2:]
+    return float(wall), float(cpu)
 
 
 def beside_rows(cassettes: list[tuple[str, Path]], against: Path, repeats: int, best_of: int) -> None:
     """Each cassette replayed by this checkout and by `against`, alternating, one process a replay."""
-    print(f"\nbeside {against}: best of {best_of} replays a process, medians of {repeats} alternating rounds")
-    print("| cassette | before s | now s | now/before |")
-    print("|---|---:|---:|---:|")
+    print(
+        f"\nbeside {against}: best of {best_of} replays a process, medians of {repeats} alternating rounds;"
+    )
+    print("now/before: the median of the rounds' ratios; CPU: the replaying process's own (user and system)")
+    print("| cassette | before s | now s | now/before | before CPU s | now CPU s | CPU now/before |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for label, cassette in cassettes:
-        seconds: dict[str, list[float]] = {"now": [], "before": []}
+        walls: dict[str, list[float]] = {"now": [], "before": []}
+        cpus: dict[str, list[float]] = {"now": [], "before": []}
         for round_number in range(repeats):
             for side in in_turn(round_number):
-                checkout = THIS if side == "now" else against
-                seconds[side].append(replayed_by(checkout, cassette, best_of))
-        before, now = statistics.median(seconds["before"]), statistics.median(seconds["now"])
-        ratio = paired_ratio(seconds["now"], seconds["before"])
-        print(f"| {label} | {before:.3f} | {now:.3f} | {ratio:.2f}x |", flush=True)
+                wall, cpu = replayed_by(THIS if side == "now" else against, cassette, best_of)
+                walls[side].append(wall)
+                cpus[side].append(cpu)
+        cells = []
+        for measured in (walls, cpus):
+            before, now = statistics.median(measured["before"]), statistics.median(measured["now"])
+            cells += [
+                f"{before:.3f}",
+                f"{now:.3f}",
+                f"{paired_ratio(measured['now'], measured['before']):.2f}x",
+            ]
+        print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
 
 
 def compact_rows(api: str, cassettes: dict[int, Path], long: int, repeats: int) -> None:

@@ -35,7 +35,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx2
-from checkouts import checked, in_turn, launch, paired_ratio  # this script's folder is on the path
+
+# this script's folder is on the path
+from checkouts import checked, cpu_seconds, in_turn, launch, paired_ratio
 
 SIM = [sys.executable, "-m", "sim.cli"]
 
@@ -203,14 +205,18 @@ def serve_cassette_rows(folder: Path, repeats: int, against: Path | None = None)
     rounds: dict[tuple[str, str], list[float]] = {
         (name, side): [] for name in names for side in ("now", "before")
     }
+    cpu: dict[tuple[str, str], list[float]] = {key: [] for key in rounds}
     for round_number in range(repeats):
         for name, served in names.items():
             for side in in_turn(round_number) if against is not None else ("now",):
                 checkout = against if side == "before" else None
                 process, base_url = start([*SIM, "serve", str(served), "--port", "0", "--once"], checkout)
+                used = cpu_seconds(process.pid)
                 try:
                     rounds[(name, side)].append(len(bodies) / asyncio.run(conversation(base_url, bodies)))
                 finally:
+                    # not reaped yet, so readable even if the server has just exited after the session
+                    cpu[(name, side)].append((cpu_seconds(process.pid) - used) / len(bodies) * 1e6)
                     process.wait(timeout=30)
     rates = {name: statistics.median(rounds[(name, "now")]) for name in names}
     reference = rates["sim serve SCENARIO"]
@@ -220,12 +226,17 @@ def serve_cassette_rows(folder: Path, repeats: int, against: Path | None = None)
         print(
             f"\nbeside {against}, the same rounds alternating; now/before: the median of the rounds' ratios"
         )
-        print("| served from | before requests/s | now requests/s | now/before |")
-        print("|---|---:|---:|---:|")
+        print("CPU: the server process's own (user and system) a request, over the session")
+        print("| served from | before requests/s | now requests/s | now/before | before CPU µs | now CPU µs"
+              " | CPU now/before |")  # fmt: skip
+        print("|---|---:|---:|---:|---:|---:|---:|")
         for name in names:
             now, before = rounds[(name, "now")], rounds[(name, "before")]
+            now_cpu, before_cpu = cpu[(name, "now")], cpu[(name, "before")]
             print(f"| {name} | {statistics.median(before):,.0f} | {statistics.median(now):,.0f}"
-                  f" | {paired_ratio(now, before):.2f}x |")  # fmt: skip
+                  f" | {paired_ratio(now, before):.2f}x | {statistics.median(before_cpu):,.0f}"
+                  f" | {statistics.median(now_cpu):,.0f}"
+                  f" | {paired_ratio(now_cpu, before_cpu):.2f}x |")  # fmt: skip
 
 
 async def one_at_a_time(base_url: str, total: int, stream: bool) -> list[float]:
@@ -274,10 +285,14 @@ def proxy_rows(folder: Path, requests: int, repeats: int, against: Path | None =
                 asyncio.run(one_at_a_time(proxy_url, 100, stream))  # warm up
             direct: list[list[float]] = []
             proxied: dict[str, list[list[float]]] = {side: [] for side in proxies}
+            cpu: dict[str, list[float]] = {side: [] for side in proxies}
             for round_number in range(repeats):
                 direct.append(asyncio.run(one_at_a_time(upstream_url, requests, stream)))
                 for side in in_turn(round_number) if against is not None else ("now",):
-                    proxied[side].append(asyncio.run(one_at_a_time(proxies[side][1], requests, stream)))
+                    proxy, proxy_url = proxies[side]
+                    used = cpu_seconds(proxy.pid)
+                    proxied[side].append(asyncio.run(one_at_a_time(proxy_url, requests, stream)))
+                    cpu[side].append((cpu_seconds(proxy.pid) - used) / requests * 1e6)
             p50 = [
                 statistics.median(percentile(lat, 0.5) for lat in runs) * 1000
                 for runs in (direct, proxied["now"])
@@ -290,7 +305,7 @@ def proxy_rows(folder: Path, requests: int, repeats: int, against: Path | None =
             print(f"| {kind} | {p50[0]:.2f} | {p50[1]:.2f} | {p50[1] - p50[0]:.2f} | {p99[1] - p99[0]:.2f} |")
             if against is not None:
                 before = statistics.median(percentile(lat, 0.5) for lat in proxied["before"]) * 1000
-                beside.append((kind, p50[0], before - p50[0], p50[1] - p50[0]))
+                beside.append((kind, p50[0], before - p50[0], p50[1] - p50[0], cpu["before"], cpu["now"]))
     finally:
         for proxy, _ in proxies.values():
             proxy.send_signal(signal.SIGINT)
@@ -300,11 +315,15 @@ def proxy_rows(folder: Path, requests: int, repeats: int, against: Path | None =
         upstream.wait(timeout=10)
     if beside:
         print(f"\nbeside {against}, the same rounds alternating: p50 added to the direct request's, medians")
-        print("| reply | direct p50 ms | before added p50 ms | now added p50 ms | now/before |")
-        print("|---|---:|---:|---:|---:|")
-        for kind, direct_p50, before_added, now_added in beside:
+        print("CPU: the proxy process's own (user and system) a request, over the round")
+        print("| reply | direct p50 ms | before added p50 ms | now added p50 ms | now/before | before CPU µs"
+              " | now CPU µs | CPU now/before |")  # fmt: skip
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        for kind, direct_p50, before_added, now_added, before_cpu, now_cpu in beside:
             print(f"| {kind} | {direct_p50:.2f} | {before_added:.2f} | {now_added:.2f}"
-                  f" | {now_added / before_added:.2f}x |")  # fmt: skip
+                  f" | {now_added / before_added:.2f}x | {statistics.median(before_cpu):,.0f}"
+                  f" | {statistics.median(now_cpu):,.0f}"
+                  f" | {paired_ratio(now_cpu, before_cpu):.2f}x |")  # fmt: skip
 
 
 def main() -> None:
@@ -356,16 +375,19 @@ def throughput(options: argparse.Namespace, against: Path | None = None) -> None
                     asyncio.run(load(url, 200, options.concurrency, stream, api))  # warm up
                 rounds: dict[str, list[tuple[float, list[float]]]] = {side: [] for side in servers}
                 ratios: dict[str, list[float]] = {side: [] for side in servers}
+                cpu: dict[str, list[float]] = {side: [] for side in servers}
                 for round_number in range(options.repeats):
                     reference, _ = asyncio.run(
                         load(bare_url, options.requests, options.concurrency, False, "chat")
                     )
                     references.append(reference)
                     for side in in_turn(round_number) if against is not None else ("now",):
-                        url = servers[side][1]
+                        server, url = servers[side]
+                        used = cpu_seconds(server.pid)
                         rounds[side].append(
                             asyncio.run(load(url, options.requests, options.concurrency, stream, api))
                         )
+                        cpu[side].append((cpu_seconds(server.pid) - used) / options.requests * 1e6)
                         ratios[side].append(rounds[side][-1][0] / reference)
                 rate = statistics.median(r for r, _ in rounds["now"])
                 p50 = statistics.median(percentile(lat, 0.50) for _, lat in rounds["now"]) * 1000
@@ -375,7 +397,7 @@ def throughput(options: argparse.Namespace, against: Path | None = None) -> None
                       f" {statistics.median(ratios['now']):.0%} |")  # fmt: skip
                 if against is not None:
                     now, before = ([r for r, _ in rounds[side]] for side in ("now", "before"))
-                    beside.append((api, kind, now, before, ratios["now"], ratios["before"]))
+                    beside.append((api, kind, now, before, ratios["now"], ratios["before"], cpu))
             reference_rate = statistics.median(references)
             print(f"| bare Starlette (reference) | chat | JSON | {reference_rate:,.0f} | | | 100% |")
         finally:
@@ -383,17 +405,17 @@ def throughput(options: argparse.Namespace, against: Path | None = None) -> None
                 process.terminate()
                 process.wait(timeout=10)
     if beside:
-        print(
-            f"\nbeside {against}, the same rounds alternating; now/before: the median of the rounds' ratios"
-        )
-        print(
-            "| API | reply | before requests/s | now requests/s | before vs bare | now vs bare | now/before |"
-        )
-        print("|---|---|---:|---:|---:|---:|---:|")
-        for api, kind, now, before, now_bare, before_bare in beside:
+        print(f"\nbeside {against}, the same rounds alternating; now/before: the median of the rounds'")
+        print("ratios; CPU: the server process's own (user and system) a request, over the round")
+        print("| API | reply | before requests/s | now requests/s | before vs bare | now vs bare | now/before"
+              " | before CPU µs | now CPU µs | CPU now/before |")  # fmt: skip
+        print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for api, kind, now, before, now_bare, before_bare, cpu in beside:
             print(f"| {api} | {kind} | {statistics.median(before):,.0f} | {statistics.median(now):,.0f}"
                   f" | {statistics.median(before_bare):.0%} | {statistics.median(now_bare):.0%}"
-                  f" | {paired_ratio(now, before):.2f}x |")  # fmt: skip
+                  f" | {paired_ratio(now, before):.2f}x | {statistics.median(cpu['before']):,.0f}"
+                  f" | {statistics.median(cpu['now']):,.0f}"
+                  f" | {paired_ratio(cpu['now'], cpu['before']):.2f}x |")  # fmt: skip
 
 
 if __name__ == "__main__":
