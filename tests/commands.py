@@ -34,9 +34,10 @@ def in_process(
 
 
 def in_a_process(
-    *args: str | Path, env: Mapping[str, str] | None = None, timeout: float = 60
+    *args: str | Path, env: Mapping[str, str] | None = None, cwd: Path | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
-    """`sim ARGS` in a real process of its own, `env` added to this one's environment, its time bounded."""
+    """`sim ARGS` in a real process of its own, in `cwd`, `env` added to this one's environment, its time
+    bounded."""
     return subprocess.run(
         [*SIM, *map(str, args)],
         capture_output=True,
@@ -44,4 +45,5 @@ def in_a_process(
         timeout=timeout,
         check=False,
         env={**os.environ, **(env or {})},
+        cwd=cwd,
     )

@@ -21,6 +21,7 @@ import pytest
 
 from sim.cassette.reader import read_cassette
 from sim.cassette.recording_proxy import api_of
+from tests.commands import in_a_process
 from tests.host.processes import MARKED_KEY, ROOT, SIM, program, served, sim_process
 
 WEATHER = ROOT / "examples" / "frameworks" / "weather.yaml"
@@ -253,9 +254,7 @@ def test_each_exchange_reaches_the_journal_as_it_finishes_and_survives_sigkill(t
         )  # fmt: skip
     assert again.returncode == 2
     assert f"sim recover {journal}" in again.stderr and len(again.stderr.strip().splitlines()) == 1
-    done = subprocess.run(
-        [*SIM, "recover", str(journal)], capture_output=True, text=True, timeout=60, check=False
-    )
+    done = in_a_process("recover", journal)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"recovered 3 exchanges into {cassette}"
     assert not journal.exists()

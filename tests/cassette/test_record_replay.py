@@ -18,7 +18,7 @@ import yaml
 
 from sim.cassette.reader import read_cassette
 from sim.cassette.replay import replay_cassette
-from tests.commands import in_process
+from tests.commands import in_a_process, in_process
 from tests.corpus import needs_corpus, real_cassettes
 from tests.host import processes
 from tests.host.processes import SIM
@@ -52,13 +52,8 @@ def environment(base_url: str) -> dict[str, str]:
 def record(
     base_url: str, cassette: Path, workspace: Path, prompt: str, *options: str
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*SIM, "record", str(cassette), "--prompt", prompt, "--workspace", str(workspace), *options],
-        env=environment(base_url),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    return in_a_process(
+        "record", cassette, "--prompt", prompt, "--workspace", workspace, *options, env=environment(base_url)
     )
 
 
@@ -159,8 +154,7 @@ def test_killing_the_recorder_keeps_each_finished_exchange_for_sim_recover(tmp_p
     for secret in (KEY, ORG, PROJECT):
         assert secret not in text
     assert again.returncode == 1 and f"sim recover {journal}" in again.stderr
-    done = subprocess.run([*SIM, "recover", str(journal), "--compact"], capture_output=True, text=True,
-                          timeout=60, check=False)  # fmt: skip
+    done = in_a_process("recover", journal, "--compact")
     assert done.returncode == 0, done.stderr
     assert not journal.exists()
     interactions = read_cassette(cassette).interactions
@@ -319,7 +313,8 @@ def test_a_call_id_reused_on_a_later_turn_is_paired_by_turn(tmp_path: Path) -> N
     report = asyncio.run(replay_cassette(cassette))
     assert report.problems == ()
     converted = tmp_path / "converted.yaml"
-    subprocess.run([*SIM, "convert", str(cassette), "-o", str(converted)], check=True, timeout=60)
+    converting = in_a_process("convert", cassette, "-o", converted)
+    assert converting.returncode == 0, converting.stderr
     assert load_scenario(converted).results == {"call_0@1": "one", "call_0@2": "two"}
     played = asyncio.run(play_file(converted))
     assert played.problems == ()

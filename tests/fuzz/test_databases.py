@@ -8,7 +8,6 @@ import shutil
 import socket
 import socketserver
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,9 +23,9 @@ from sim.core.errors import ConfigurationError
 from sim.fuzz import databases, fuzz_test
 from sim.fuzz.databases import Guarded, Namespaced, example_database
 from sim.fuzz.target import fuzz_target
+from tests.commands import in_a_process
 from tests.fuzz import targets
-
-SIM = [sys.executable, "-m", "sim.cli"]
+from tests.host.processes import SIM
 
 
 def found_in_one_example(database: ExampleDatabase | None, seed: int) -> bool:
@@ -114,8 +113,7 @@ def test_a_database_that_cannot_be_used_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError) as refused:
         example_database(f"redis://user:s3cret@127.0.0.1:{_free_port()}/0")
     assert "s3cret" not in str(refused.value)
-    done = subprocess.run([*SIM, "fuzz", "--target", "tests.fuzz.targets:careful", "--database",
-                           str(tmp_path / "file")], capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = in_a_process("fuzz", "--target", "tests.fuzz.targets:careful", "--database", tmp_path / "file")
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "is a file" in done.stderr
 
 

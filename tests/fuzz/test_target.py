@@ -21,16 +21,15 @@ from sim.core.errors import ConfigurationError
 from sim.fuzz import target as target_module
 from sim.fuzz.target import TargetCampaign, TargetRun, allowed, fuzz_target, load_target, target_of
 from sim.fuzz.terms import Profile
+from tests.commands import in_a_process
 from tests.fuzz import targets
+from tests.host.processes import SIM
 
 ROOT = Path(__file__).resolve().parents[2]
-SIM = [sys.executable, "-m", "sim.cli"]
 
 
 def fuzz(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*SIM, "fuzz", *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
-    )
+    return in_a_process("fuzz", *args, cwd=cwd, timeout=300)
 
 
 def test_the_signature_is_checked_before_the_campaign() -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands import in_a_process, in_process
 from tests.host.processes import SIM, served
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
@@ -26,20 +27,8 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses POSIX sign
 
 
 def sim_run(base_url: str, workspace: Path, prompt: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "OPENAI_BASE_URL": base_url,
-        "OPENAI_API_KEY": "sk-served",
-        "OPENAI_MODEL": "sim-model",
-    }
-    return subprocess.run(
-        [*SIM, "run", "--prompt", prompt, "--approve", "always", "--workspace", str(workspace)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    env = {"OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "sk-served", "OPENAI_MODEL": "sim-model"}
+    return in_a_process("run", "--prompt", prompt, "--approve", "always", "--workspace", workspace, env=env)
 
 
 def test_sim_run_against_sim_serve_follows_the_scenario(tmp_path: Path) -> None:
@@ -174,7 +163,7 @@ def test_a_scenario_without_a_prompt_is_served_but_not_played(tmp_path: Path) ->
         assert done.returncode == 0, done.stderr
         assert done.stdout.rstrip().endswith("Hello from the script.")
         assert server.wait(timeout=20) == 0
-    played = subprocess.run([*SIM, "play", str(scenario)], capture_output=True, text=True, timeout=60)
+    played = in_process("play", scenario)
     assert played.returncode == 1
     assert played.stdout.splitlines()[1] == (
         f"  ! {scenario}: missing required key 'prompt' (a scenario without one can only be served by"
@@ -285,8 +274,7 @@ def test_a_retry_after_the_last_scripted_error_gets_a_clear_answer_at_once(tmp_p
 
 
 def test_once_and_cycle_together_are_a_usage_error() -> None:
-    done = subprocess.run([*SIM, "serve", str(SCENARIOS / "echo-42.yaml"), "--once", "--cycle"],
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = in_process("serve", SCENARIOS / "echo-42.yaml", "--once", "--cycle")
     assert done.returncode == 2 and "--once and --cycle" in done.stderr
 
 
