@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sim.core.counts import counted, turns
+from sim.core.transcript import Line, LineKind, prompt_line
 from sim.reports.html import Report, Tally, divergence, render, section
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def checked(results: Sequence[dict[str, Any]]) -> Report:
 
 def fuzzed(report: FuzzReport, target: str | None) -> Report:
     """A campaign: its tally, and the smallest failing script with what it broke and how to run it again."""
-    from sim.fuzz.strategies import script_shape  # hypothesis: loaded for a fuzz page only
+    from sim.fuzz.strategies import script_steps  # hypothesis: loaded for a fuzz page only
 
     page = Report(f"sim fuzz --target {target}" if target else "sim fuzz-loop")
     page.outcomes.update(report.outcomes)
@@ -66,7 +67,10 @@ def fuzzed(report: FuzzReport, target: str | None) -> Report:
         return page
     again = f"sim serve {report.saved}, then your loop" if target else f"sim play {report.saved}"
     page.notes.append(f"smallest failing scenario: {report.saved}; to reproduce it: {again}")
-    script = [f"user: {failure.scenario.prompt}", *script_shape(failure.scenario).split(" -> ")]
+    script = [
+        prompt_line(str(failure.scenario.prompt)),
+        *(Line(LineKind.note, step) for step in script_steps(failure.scenario)),
+    ]
     broken = tuple(str(violation) for violation in failure.violations)
     page.sections.append(
         section(str(report.saved or "counterexample"), False, "counterexample", broken, script)
@@ -106,26 +110,28 @@ def fuzzed_target(campaign: TargetCampaign) -> Report:
         return page
     again = f"sim fuzz --target {campaign.target} --replay {campaign.saved}"
     page.notes.append(f"smallest failing run: {campaign.saved}; to reproduce it: {again}")
-    script = [f"request {number}: {describe_reply(spec)}" for number, spec in failure.served]
+    script = [
+        Line(LineKind.note, f"request {number}: {describe_reply(spec)}") for number, spec in failure.served
+    ]
     broken = tuple(str(violation) for violation in campaign.violations)
     page.sections.append(section(str(campaign.saved or "failing run"), False, "failing run", broken, script))
     return page
 
 
-def shown(path: str, lines: Sequence[str]) -> Report:
+def shown(path: str, lines: Sequence[Line]) -> Report:
     """A scenario's scripted conversation, or a cassette's recorded ones (either API), each as an open
     timeline: turns, calls with their arguments, results, reasoning, usage; what comes before the first
     conversation is the page's note."""
     page = Report(f"sim show {path}")
-    starts = [n for n, line in enumerate(lines) if line.startswith("conversation ")]
+    starts = [n for n, line in enumerate(lines) if line.kind is LineKind.conversation]
     if not starts:
         page.add(replace(section(path, True, counted(len(lines), "line"), (), lines), opened=True))
         return page
-    page.notes += lines[: starts[0]]
+    page.notes += [line.text for line in lines[: starts[0]]]
     for start, end in zip(starts, [*starts[1:], len(lines)], strict=True):
         told = lines[start + 1 : end]
-        count = sum(line.startswith("turn ") for line in told)
-        headline = f"{lines[start]}: {turns(count)}"
+        count = sum(line.kind is LineKind.turn for line in told)
+        headline = f"{lines[start].text}: {turns(count)}"
         page.add(replace(section(path, True, headline, (), told), opened=True))
     return page
 

@@ -16,7 +16,7 @@ from sim.core.errors import ScenarioError
 from sim.core.loop import DEFAULT_SYSTEM_PROMPT, AgentRunner
 from sim.core.model import ModelClient
 from sim.core.outcome import Outcome
-from sim.core.transcript import TranscriptRecorder
+from sim.core.transcript import Line, TranscriptRecorder, prompt_line
 from sim.host.transport import transport
 from sim.scenario.answerer import ScriptAnswerer, scenario_host
 from sim.scenario.expectations import unmet_expectations
@@ -36,7 +36,7 @@ class PlayReport:
     final_text: str | None
     turns: int
     problems: tuple[str, ...]
-    transcript: tuple[str, ...]
+    transcript: tuple[Line, ...]
     load_seconds: float = 0.0
     run_seconds: float = 0.0
 
@@ -141,7 +141,7 @@ async def play_scenario(
         final_text=final_text,
         turns=turns,
         problems=tuple(problems),
-        transcript=(f"user: {prompt}", *recorder.lines),
+        transcript=(prompt_line(prompt), *recorder.lines),
         run_seconds=time.perf_counter() - started,
     )
 

@@ -140,7 +140,8 @@ class _FileItem(pytest.Item):
     def runtest(self) -> None:
         """Run the file; fail when its report has problems."""
         report = self.run()
-        self.user_properties.append((_SECTION, {"kind": self.kind, **asdict(report)}))
+        lines = [{**asdict(line), "kind": line.kind.value} for line in report.transcript]  # plain, to travel
+        self.user_properties.append((_SECTION, {"kind": self.kind, **asdict(report), "transcript": lines}))
         if not report.passed:
             raise RunFailed(report)
 
@@ -150,7 +151,7 @@ class _FileItem(pytest.Item):
             report = excinfo.value.report
             lines = [f"{self.kind} {report.path} {self.failed}:", *(f"  {p}" for p in report.problems)]
             if report.transcript:
-                lines += ["transcript:", *(f"  {line}" for line in report.transcript)]
+                lines += ["transcript:", *(f"  {line.text}" for line in report.transcript)]
             return "\n".join(lines)
         return str(super().repr_failure(excinfo))
 
@@ -269,9 +270,16 @@ class ReportWriter:
 
 
 def _fields(kind: type[Any], data: dict[str, Any]) -> dict[str, Any]:
-    """The fields of the dataclass `kind` in `data`, lists (as they travel) back to tuples."""
+    """The fields of the dataclass `kind` in `data`, lists (as they travel) back to tuples, the transcript's
+    lines back to `Line`s."""
+    from sim.core.transcript import Line, LineKind
+
     names = {f.name for f in fields(kind)}
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in names}
+    found = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k in names}
+    found["transcript"] = tuple(
+        Line(**{**line, "kind": LineKind(line["kind"])}) for line in found.get("transcript", ())
+    )
+    return found
 
 
 def cassette_path(request: pytest.FixtureRequest) -> Path:

@@ -45,9 +45,10 @@ def test_matching_run_passes_with_a_transcript(tmp_path: Path) -> None:
     assert report.problems == ()
     assert report.passed
     assert (report.outcome, report.final_text, report.turns) == ("completed", "It printed 42.", 2)
-    assert report.transcript[0] == "user: Run `echo 42`."
-    assert "  result call_1: 42" in report.transcript
-    assert report.transcript[-1] == "completed in 2 turns: It printed 42."
+    told = [line.text for line in report.transcript]
+    assert told[0] == "user: Run `echo 42`."
+    assert "  result call_1: 42" in told
+    assert told[-1] == "completed in 2 turns: It printed 42."
 
 
 @pytest.mark.parametrize(
@@ -244,7 +245,10 @@ def test_bundled_scenarios_cover_every_outcome_and_shell_error_code() -> None:
         "api_error",
     }
     codes = {
-        line.split("Error [")[1].split("]")[0] for r in reports for line in r.transcript if "Error [" in line
+        text.split("Error [")[1].split("]")[0]
+        for r in reports
+        for text in (line.text for line in r.transcript)
+        if "Error [" in text
     }
     assert codes >= {
         "unknown_tool",
@@ -463,8 +467,8 @@ def test_a_scripted_error_can_fail_a_stream_after_it_started(tmp_path: Path, api
     assert report.problems == ()
     over_sdk = asyncio.run(play_file(tmp_path / "case.yaml", via="sdk", api=api, stream=stream))
     assert over_sdk.problems == ()
-    assert "The model fell over mid-stream." in over_sdk.transcript[-1]
-    assert ("HTTP 500" in over_sdk.transcript[-1]) is not stream  # in the stream, the status is 200
+    assert "The model fell over mid-stream." in over_sdk.transcript[-1].text
+    assert ("HTTP 500" in over_sdk.transcript[-1].text) is not stream  # in the stream, the status is 200
 
 
 REPEATED_IDS_WITH_REASONING = """

@@ -29,7 +29,7 @@ from sim.core.loop import AgentRunner
 from sim.core.outcome import Outcome
 from sim.core.scripted import ScriptedToolResults
 from sim.core.tools import AnyArguments, ToolDefinition, ToolRegistry, ToolResult
-from sim.core.transcript import TranscriptRecorder
+from sim.core.transcript import Line, TranscriptRecorder, prompt_line
 from sim.host.transport import transport
 from sim.wire.registry import ENDPOINTS
 
@@ -45,7 +45,7 @@ class ReplayReport:
     turns: int
     interactions: int
     problems: tuple[str, ...]
-    transcript: tuple[str, ...]
+    transcript: tuple[Line, ...]
     seconds: float = 0.0
     divergence: tuple[str, str, str] | None = None
     """The first request that matched nothing: where it differs, the recorded body, the body now."""
@@ -167,7 +167,7 @@ async def replay_cassette(path: Path) -> ReplayReport:
         turns=turns,
         interactions=len(chats),
         problems=tuple(problems),
-        transcript=(f"user: {session.prompt}", *recorder.lines),
+        transcript=(prompt_line(session.prompt), *recorder.lines),
         seconds=time.perf_counter() - started,
         divergence=None if miss is None else (miss.where, miss.recorded_body, miss.body_now),
     )

@@ -369,6 +369,7 @@ def _rerecord(results: list[FileDrift], targets: dict[str, Path], secrets: tuple
 def _page(results: list[FileDrift], scrubber: Scrubber) -> Report:
     """The HTML page: each file's turns, the first drifted turn side by side; the credentials masked (the
     live replies are the upstream's words, and may say them back)."""
+    from sim.core.transcript import Line, LineKind
     from sim.drift.compare import Drift
     from sim.reports.html import Report, Tally, divergence, section
 
@@ -386,10 +387,12 @@ def _page(results: list[FileDrift], scrubber: Scrubber) -> Report:
         lines = []
         for conversation in result.conversations:
             for turn in conversation.turns:
-                lines += [f"turn {turn.turn}: {turn.compared.drift.value}: {turn.compared.why}",
-                          f"  recorded: {turn.recorded}", f"  live:     {turn.live}"]  # fmt: skip
+                compared = turn.compared
+                lines += [Line(LineKind.turn, f"turn {turn.turn}: {compared.drift.value}: {compared.why}"),
+                          Line(LineKind.note, f"  recorded: {turn.recorded}"),
+                          Line(LineKind.note, f"  live:     {turn.live}")]  # fmt: skip
             if conversation.stopped:
-                lines.append(f"! {conversation.stopped}")
+                lines.append(Line(LineKind.error, f"! {conversation.stopped}"))
         problems = [said(result.problem)] if result.problem else []
         first = next((t for c in result.conversations for t in c.turns if t.shown is not None), None)
         beside = None
@@ -398,6 +401,6 @@ def _page(results: list[FileDrift], scrubber: Scrubber) -> Report:
             recorded, live = map(said, first.shown)
             beside = divergence(where, recorded, live, labels=("recorded reply", "live reply"))
         passed = result.worst is not Drift.breaking
-        lines = [said(line) for line in lines]
+        lines = [line.retold(said) for line in lines]
         page.add(section(said(result.path), passed, result.worst.value, problems, lines, beside))
     return page

@@ -146,9 +146,9 @@ def show(
 
         told = outline(open_one(file, load_scenario))
     masked = Scrubber()
-    lines = [visible(masked.text(line)) for line in told]
+    lines = [line.retold(lambda text: visible(masked.text(text))) for line in told]
     for line in lines:
-        out.print(line, markup=False)
+        out.print(line.text, markup=False)
     write_report_if_asked(html, lambda: shown(str(file), lines))
 
 

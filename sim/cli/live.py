@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from sim.core.approval import Approver
     from sim.core.events import RunEvent
     from sim.core.loop import AgentRunner, RunEnding
+    from sim.core.transcript import Line
 
 
 class ApproveMode(StrEnum):
@@ -192,12 +193,15 @@ def _live_runner(live: Live) -> tuple[Settings, AgentRunner]:
     return settings, runner
 
 
-def _style(line: str) -> str:
-    if line.startswith("turn "):
+def _style(line: Line) -> str:
+    """How the terminal shows a line of the live transcript, by what the line is."""
+    from sim.core.transcript import LineKind
+
+    if line.kind is LineKind.turn:
         return "bold"
-    if "Error [" in line or line.startswith("  denied"):
+    if line.kind in (LineKind.denied, LineKind.error) or line.error_code is not None:
         return "red"
-    if line.startswith("  call "):
+    if line.kind is LineKind.call:
         return "cyan"
     return ""
 
@@ -206,7 +210,7 @@ def _print_event(event: RunEvent) -> None:
     from sim.core.transcript import event_lines
 
     for line in event_lines(event):
-        out.print(Text(line, style=_style(line)))
+        out.print(Text(line.text, style=_style(line)))
 
 
 def _report(runner: AgentRunner, ending: RunEnding, as_json: bool, scrubber: Scrubber) -> None:

@@ -6,13 +6,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import typer
 from rich.text import Text
 
 from sim.cli.terminal import err, out, print_json, usage_error
 from sim.core.untrusted import visible
+
+if TYPE_CHECKING:
+    from sim.core.transcript import Line
 
 PROGRESS_FROM_FILES = 20
 
@@ -44,7 +47,7 @@ class FileReport(Protocol):
     @property
     def problems(self) -> tuple[str, ...]: ...
     @property
-    def transcript(self) -> tuple[str, ...]: ...
+    def transcript(self) -> tuple[Line, ...]: ...
     @property
     def passed(self) -> bool: ...
 
@@ -73,11 +76,16 @@ def each(
     return asyncio.run(all_of_them())
 
 
+def _words(report: FileReport) -> list[str]:
+    """A report's transcript as its JSON gives it: the lines' words."""
+    return [line.text for line in report.transcript]
+
+
 def verdicts(reports: Sequence[FileReport], details: list[str], verbose: bool, as_json: bool) -> None:
     """PASS or FAIL per file (problems when failed, transcripts with `-v`), a summary; exit 1 on a failure."""
     failed = [report for report in reports if not report.passed]
     if as_json:
-        print_json([{**asdict(r), "passed": r.passed} for r in reports])
+        print_json([{**asdict(r), "transcript": _words(r), "passed": r.passed} for r in reports])
     else:
         for report, detail in zip(reports, details, strict=True):
             path = visible(report.path)
@@ -87,8 +95,8 @@ def verdicts(reports: Sequence[FileReport], details: list[str], verbose: bool, a
                 out.print(Text.assemble(("FAIL ", "red"), path))
             for line in report.problems if verbose or not report.passed else ():
                 out.print(f"  ! {visible(line)}", markup=False)
-            for line in report.transcript if verbose else ():
-                out.print(f"  {visible(line)}", markup=False)
+            for told in report.transcript if verbose else ():
+                out.print(f"  {visible(told.text)}", markup=False)
         out.print(f"{len(reports) - len(failed)} passed, {len(failed)} failed")
     if failed:
         raise typer.Exit(1)

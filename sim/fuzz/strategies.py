@@ -255,12 +255,18 @@ def _expectations(expected: Expected) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def script_shape(scenario: Scenario) -> str:
-    """One line for people: the shape of the script."""
+def script_steps(scenario: Scenario) -> list[str]:
+    """The shape of the script, reply by reply, for people: the first says the turn limit too."""
     shapes = []
     for reply in scenario.replies:
         if reply.tool_calls:
             shapes.append("calls(" + ", ".join(c.name for c in reply.tool_calls) + ")")
         else:
             shapes.append(json.dumps(reply.model_dump(exclude_defaults=True))[:40])
-    return f"max_turns={scenario.max_turns}: " + " -> ".join(shapes)
+    shapes[:1] = [f"max_turns={scenario.max_turns}: {shapes[0] if shapes else ''}"]
+    return shapes
+
+
+def script_shape(scenario: Scenario) -> str:
+    """One line for people: the shape of the script."""
+    return " -> ".join(script_steps(scenario))

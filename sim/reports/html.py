@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -23,10 +22,9 @@ if TYPE_CHECKING:
 
 from sim.core.counts import counted
 from sim.core.json_text import loads
+from sim.core.transcript import Line, LineKind
 from sim.core.untrusted import visible
 
-_ERROR_CODE = re.compile(r"Error \[([A-Za-z0-9_]+)\]")
-_CALL = re.compile(r"^(\s*(?:[=+] )?(?:assistant )?calls? \S+: \S+) (.*)$")
 _ONE_LINE = 60
 """Arguments this short read well as they are; longer ones are laid out (the layout costs, in Python)."""
 
@@ -34,11 +32,18 @@ _ONE_LINE = 60
 @dataclass(frozen=True, slots=True)
 class Step:
     """One line of a conversation's timeline: what kind of line, its text, and pretty JSON when it has
-    some (a call's arguments, when they are too long to read on one line)."""
+    some (a call's arguments, when they are too long to read on one line); a failed tool result's error
+    code."""
 
-    kind: str
+    kind: LineKind
     text: str
     detail: str | None = None
+    error_code: str | None = None
+
+    @property
+    def style(self) -> str:
+        """The page's class for the line: its kind's look."""
+        return _STYLES[self.kind]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,45 +100,35 @@ class Report:
         if outcome is not None:
             self.outcomes[outcome] += 1
         for step in section.steps:
-            if step.kind == "result":
-                self.error_codes.update(_ERROR_CODE.findall(step.text))
+            if step.error_code is not None:
+                self.error_codes[step.error_code] += 1
 
 
-_KINDS = (
-    ("user:", "user"), ("turn ", "turn"), ("system:", "system"), ("+ system", "system"), ("+ user", "user"),
-    ("reply ", "turn"), ("conversation ", "turn"), ("= [reasoning", "reasoning"),
-    ("+ assistant [reasoning", "reasoning"), ("+ reasoning", "reasoning"), ("= reasoning", "reasoning"),
-    ("call ", "call"), ("= calls", "call"), ("+ assistant calls", "call"), ("assistant", "assistant"),
-    ("+ assistant", "assistant"), ("= assistant", "assistant"), ("result ", "result"), ("+ tool", "result"),
-    ("denied ", "denied"), ("= HTTP", "error"), ("!", "error"), ("completed in", "end"), ("expect:", "end"),
-    ("recorded by", "end"), ("shell `", "result"),
-    ("= finish_reason", "end"), ("= status", "end"),
-)  # fmt: skip
-"""How a line of a transcript (`sim play -v`) or an outline (`sim show`) starts, and what it is."""
+_STYLES = {
+    LineKind.heading: "line", LineKind.note: "line", LineKind.conversation: "turn", LineKind.turn: "turn",
+    LineKind.user: "user", LineKind.system: "system", LineKind.reasoning: "reasoning",
+    LineKind.assistant: "assistant", LineKind.call: "call", LineKind.result: "result",
+    LineKind.denied: "denied", LineKind.error: "error", LineKind.end: "end",
+}  # fmt: skip
+"""Each kind of line's class on the page (the template's styles)."""
 
 
-def _kind(line: str) -> str:
-    stripped = line.strip()
-    kind = next((kind for prefix, kind in _KINDS if stripped.startswith(prefix)), None)
-    if kind is not None:
-        return kind
-    ended = stripped.split(" ", 1)[0]  # how a run that failed ends: `api_error after 1 turn: ...`
-    return "error" if " after " in stripped and ended.isidentifier() else "line"
+def _laid_out(arguments: str | None) -> str | None:
+    """A call's arguments as pretty JSON, when they are too long to read on one line and are JSON."""
+    if arguments is None or len(arguments) <= _ONE_LINE:
+        return None
+    try:
+        return json.dumps(loads(arguments), indent=2, ensure_ascii=False)
+    except ValueError:
+        return None
 
 
-def steps(lines: Iterable[str]) -> tuple[Step, ...]:
-    """A transcript or outline (lines for people) as timeline steps; a call's JSON arguments pretty."""
-    found = []
-    for line in lines:
-        kind = _kind(line)
-        detail = None
-        if kind == "call" and (call := _CALL.match(line)) and len(call.group(2)) > _ONE_LINE:
-            try:
-                detail = json.dumps(loads(call.group(2)), indent=2, ensure_ascii=False)
-            except ValueError:
-                detail = None
-        found.append(Step(kind, line.strip(), detail))
-    return tuple(found)
+def steps(lines: Iterable[Line]) -> tuple[Step, ...]:
+    """A transcript or outline (lines for people) as timeline steps, each of its line's kind; a call's JSON
+    arguments pretty."""
+    return tuple(
+        Step(line.kind, line.text.strip(), _laid_out(line.arguments), line.error_code) for line in lines
+    )
 
 
 def divergence(
@@ -192,7 +187,7 @@ def render(report: Report) -> str:
     )
 
 
-def section(path: str, passed: bool, headline: str, problems: Sequence[str], lines: Sequence[str],
-            diverged: Any = None) -> Section:  # fmt: skip
+def section(path: str, passed: bool, headline: str, problems: Sequence[str], lines: Sequence[Line],
+            diverged: Divergence | None = None) -> Section:  # fmt: skip
     """A file's section from what the commands already hold: its problems and its transcript lines."""
     return Section(path, passed, headline, tuple(problems), steps(lines), diverged)

@@ -3,31 +3,36 @@
 from __future__ import annotations
 
 from sim.core.counts import counted, turns
-from sim.core.transcript import preview
+from sim.core.transcript import Line, LineKind, call_line, preview
 from sim.scenario.schema import Scenario, ScriptedReplySpec
 
 
-def outline(scenario: Scenario) -> list[str]:
+def outline(scenario: Scenario) -> list[Line]:
     """Lines for people: the prompt, each scripted reply, the world's answers, the expectations."""
-    lines = [f"{scenario.name}: {scenario.description}" if scenario.description else f"{scenario.name}"]
-    lines.append(f"user: {preview(scenario.prompt or '(no prompt: served only)')}")
+    heading = f"{scenario.name}: {scenario.description}" if scenario.description else f"{scenario.name}"
+    lines = [Line(LineKind.heading, heading)]
+    lines.append(Line(LineKind.user, f"user: {preview(scenario.prompt or '(no prompt: served only)')}"))
     for number, (reply, ids) in enumerate(zip(scenario.replies, scenario.call_ids(), strict=True), 1):
         if reply.error is not None:
-            lines.append(f"reply {number}: API error {reply.error.status}: {preview(reply.error.message)}")
+            failed = f"reply {number}: API error {reply.error.status}: {preview(reply.error.message)}"
+            lines.append(Line(LineKind.turn, failed))
             continue
         said = preview(reply.content) if reply.content is not None else ""
-        lines.append(f"reply {number}: {said or ('(calls tools)' if reply.tool_calls else '(no content)')}")
+        told = f"reply {number}: {said or ('(calls tools)' if reply.tool_calls else '(no content)')}"
+        lines.append(Line(LineKind.turn, told))
         lines += [
-            f"  call {call_id}: {call.name} {preview(call.raw_arguments())}"
+            call_line(f"  call {call_id}: {call.name}", preview(call.raw_arguments()))
             for call, call_id in zip(reply.tool_calls, ids, strict=True)
         ]
         if reply.finish_reason is not None:
-            lines.append(f"  finish_reason: {reply.finish_reason}")
+            lines.append(Line(LineKind.note, f"  finish_reason: {reply.finish_reason}"))
     for command in scenario.commands:
         ending = "times out" if command.timed_out else f"exits {command.exit_code}"
-        lines.append(f"shell `{command.command}` prints {preview(command.output)!r} and {ending}")
+        shell = f"shell `{command.command}` prints {preview(command.output)!r} and {ending}"
+        lines.append(Line(LineKind.result, shell))
     approvals = scenario.approvals
-    lines.append(f"approvals: {approvals if isinstance(approvals, str) else ', '.join(map(str, approvals))}")
+    allowed = approvals if isinstance(approvals, str) else ", ".join(map(str, approvals))
+    lines.append(Line(LineKind.note, f"approvals: {allowed}"))
     expect = scenario.expect
     wanted = [f"outcome {expect.outcome}"]
     if expect.turns is not None:
@@ -36,7 +41,7 @@ def outline(scenario: Scenario) -> list[str]:
         wanted.append(f"final text {preview(expect.final_text)!r}")
     if expect.tool_results:
         wanted.append(f"results of {', '.join(expect.tool_results)}")
-    lines.append(f"expect: {'; '.join(wanted)}")
+    lines.append(Line(LineKind.end, f"expect: {'; '.join(wanted)}"))
     return lines
 
 

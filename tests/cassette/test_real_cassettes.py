@@ -191,7 +191,7 @@ def test_conversion_keeps_the_recorded_replies_results_and_final_text(tmp_path: 
         "The capital of the UK is London.",
     )
     report = asyncio.run(play_file(tmp_path / "capital.yaml"))
-    assert report.transcript[3] == "  result call_ZR5UUuTt3pf61kjwAJIYdVMj: London"
+    assert report.transcript[3].text == "  result call_ZR5UUuTt3pf61kjwAJIYdVMj: London"
 
 
 def test_convert_refuses_to_overwrite(tmp_path: Path) -> None:

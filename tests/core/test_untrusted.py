@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from sim.core.transcript import Line, LineKind
 from sim.core.untrusted import json_text, visible
 from sim.host.access_log import AccessLog, Answered
 from sim.reports.html import Report, render, section
@@ -32,7 +33,10 @@ def test_the_rules_write_out_what_acts_or_hides_and_keep_the_rest() -> None:
 
 def test_a_page_and_a_json_access_log_line_write_out_what_they_are_given() -> None:
     page = render(
-        Report(f"sim show {NAME}", sections=[section(NAME, False, NAME, [NAME], [f"call c1: {NAME}"])])
+        Report(
+            f"sim show {NAME}",
+            sections=[section(NAME, False, NAME, [NAME], [Line(LineKind.call, f"call c1: {NAME}")])],
+        )
     )
     assert (
         raw_in(page, allowed="\n") == [] and page.count(visible(NAME)) == 6
