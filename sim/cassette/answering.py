@@ -23,7 +23,7 @@ from collections import defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sim.cassette.matching import canonical, describe_difference
+from sim.cassette.matching import body_difference, canonical
 from sim.cassette.reader import RecordedInteraction
 from sim.cassette.writer import without_layout
 
@@ -38,15 +38,12 @@ class Miss:
     difference: str
     recorded_body: str
     body_now: str
+    where: str
+    """Where it differs: the JSON path of the first difference (or the whole difference when there is none
+    to point at, a route not recorded say)."""
 
     def __str__(self) -> str:
         return f"turn {self.turn}: {self.difference}"
-
-    @property
-    def where(self) -> str:
-        """Where it differs: the JSON path of the first difference (or the whole difference when there is
-        none to point at, a route not recorded say)."""
-        return self.difference.split(": recorded ", 1)[0]
 
 
 def _shared_start(one: str, other: str) -> int:
@@ -250,19 +247,21 @@ class RecordedAnswers:
             said = (
                 f"{route[0]} {route[1]} is not recorded ({'waiting' if waiting else 'recorded'}: {recorded})"
             )
-            return Miss(turn, said, "", body.decode("utf-8", "replace"))
+            return Miss(turn, said, "", body.decode("utf-8", "replace"), where=said)
         now = canonical(body)
         full = [p for p in same_route if self.interactions[p].request.extended is None]
         candidates = list(dict.fromkeys([*self._likely(route), *full])) or same_route[: self.LIKELY]
         nearest = max(candidates, key=lambda p: (_shared_start(self._canonical_of(p), now), -p))
         recorded_body = self.interactions[nearest].request.body
-        said = describe_difference(recorded_body, body)
-        if not waiting:
-            whole = "a request the cassette does not hold" if said == "bodies are equal" else said
-            said = f"{whole} ({played_all})"
-        return Miss(
-            turn, said, (recorded_body or b"").decode("utf-8", "replace"), body.decode("utf-8", "replace")
-        )
+        found = body_difference(recorded_body, body)
+        if found is not None:
+            where, said = found
+            said = said if waiting else f"{said} ({played_all})"
+        else:
+            held = "bodies are equal" if waiting else f"a request the cassette does not hold ({played_all})"
+            where = said = held
+        recorded = (recorded_body or b"").decode("utf-8", "replace")
+        return Miss(turn, said, recorded, body.decode("utf-8", "replace"), where=where)
 
     def _route_of(self, position: int) -> tuple[str, str]:
         request = self.interactions[position].request

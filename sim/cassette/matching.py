@@ -79,8 +79,9 @@ def first_difference(recorded: Any, now: Any, path: str = "") -> tuple[str, Any,
     return None
 
 
-def describe_difference(recorded_body: bytes | None, now_body: bytes) -> str:
-    """`path: recorded X != now Y` for two request bodies (JSON values shown as JSON)."""
+def body_difference(recorded_body: bytes | None, now_body: bytes) -> tuple[str, str] | None:
+    """Where two request bodies first differ, and `path: recorded X != now Y` (JSON values shown as JSON);
+    None when they are equal."""
 
     def parse(body: bytes | None) -> Any:
         try:
@@ -90,9 +91,15 @@ def describe_difference(recorded_body: bytes | None, now_body: bytes) -> str:
 
     found = first_difference(parse(recorded_body), parse(now_body))
     if found is None:
-        return "bodies are equal"
+        return None
     where, old, new = found
-    return f"{where}: recorded {_shown(old)} != now {_shown(new)}"
+    return where, f"{where}: recorded {_shown(old)} != now {_shown(new)}"
+
+
+def describe_difference(recorded_body: bytes | None, now_body: bytes) -> str:
+    """`path: recorded X != now Y` for two request bodies, or that they are equal."""
+    found = body_difference(recorded_body, now_body)
+    return "bodies are equal" if found is None else found[1]
 
 
 def _shown(value: Any) -> str:

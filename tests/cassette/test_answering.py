@@ -139,3 +139,25 @@ def test_after_every_interaction_was_played_a_changed_request_still_names_its_di
         isinstance(again, Miss)
         and again.difference == "a request the cassette does not hold (all 1 were played)"
     )
+
+
+def test_where_a_miss_differs_is_the_path_found_whatever_the_body_says() -> None:
+    key = "note: recorded twice != now"  # a body's own words imitating how a difference is told
+    answers = RecordedAnswers([interaction(0, {**asking("a"), "metadata": {key: "1"}}, "it")])
+    miss = answers.match(
+        "POST", "/v1/chat/completions", json.dumps({**asking("a"), "metadata": {key: "2"}}).encode()
+    )
+    assert isinstance(miss, Miss)
+    assert miss.where == f"metadata.{key}"
+    assert miss.difference == f'metadata.{key}: recorded "1" != now "2"'
+    again = answers.match(
+        "POST", "/v1/chat/completions", json.dumps({**asking("a"), "metadata": {key: "1"}}).encode()
+    )
+    assert isinstance(again, RecordedInteraction)
+    once_more = answers.match(
+        "POST", "/v1/chat/completions", json.dumps({**asking("a"), "metadata": {key: "1"}}).encode()
+    )
+    assert isinstance(once_more, Miss)
+    assert (
+        once_more.where == once_more.difference == "a request the cassette does not hold (all 1 were played)"
+    )
