@@ -83,33 +83,38 @@ def check(
     from sim.scenario.loader import load_scenario
 
     results: list[dict[str, Any]] = []
+    serious_lines: list[list[bool]] = []
+    """Per file, whether each finding is serious (shown red; the others yellow)."""
     for path in files_given(paths):
         if looks_like_cassette(path):
             try:
                 found = audit(read_cassette(path))
-                serious = any(finding.severity == "serious" for finding in found)
+                serious = [finding.severity == "serious" for finding in found]
                 findings = [finding.line(str(path)) for finding in found]
                 results.append(
-                    {"path": str(path), "kind": "cassette", "valid": not serious, "findings": findings}
+                    {"path": str(path), "kind": "cassette", "valid": not any(serious), "findings": findings}
                 )
+                serious_lines.append(serious)
             except CassetteError as error:
                 results.append(
                     {"path": str(path), "kind": "cassette", "valid": False, "findings": [str(error)]}
                 )
+                serious_lines.append([False])
             continue
         try:
             load_scenario(path)
             results.append({"path": str(path), "kind": "scenario", "valid": True, "findings": []})
+            serious_lines.append([])
         except ScenarioError as error:
             results.append({"path": str(path), "kind": "scenario", "valid": False, "findings": [str(error)]})
+            serious_lines.append([True])
     invalid = [result for result in results if not result["valid"]]
     if as_json:
         print_json(results)
     else:
-        for result in results:
-            for line in result["findings"]:
-                style = "red" if ": serious: " in line or result["kind"] == "scenario" else "yellow"
-                out.print(Text(visible(line), style=style))
+        for result, seriousness in zip(results, serious_lines, strict=True):
+            for line, is_serious in zip(result["findings"], seriousness, strict=True):
+                out.print(Text(visible(line), style="red" if is_serious else "yellow"))
             checked_path = visible(result["path"])
             if result["valid"]:
                 out.print(Text.assemble(("ok ", "green"), checked_path))
