@@ -27,13 +27,46 @@ def reply(*calls: ToolCall) -> ModelReply:
     return ModelReply.calling(*calls)
 
 
-def chat_cassette(path: Path, request: dict[str, Any], reply: dict[str, Any]) -> Path:
-    """Anyone's cassette (no `sim:` block) of one Chat Completions call: `request` answered with `reply`."""
-    interaction = {
-        "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions", "headers": {},
-                    "body": json.dumps(request)},
-        "response": {"status": {"code": 200, "message": "OK"}, "headers": {},
-                     "body": {"string": json.dumps(reply)}},
+CHAT_URI = "https://api.openai.com/v1/chat/completions"
+
+
+def chat_interaction(
+    request: dict[str, Any] | str,
+    reply: dict[str, Any] | str,
+    *,
+    status: int = 200,
+    reason: str = "OK",
+    request_headers: dict[str, list[str]] | None = None,
+    response_headers: dict[str, list[str]] | None = None,
+) -> dict[str, Any]:
+    """One recorded Chat Completions call, as vcrpy writes it: `request` answered with `reply` (each a body
+    given as data, or as the text recorded)."""
+    return {
+        "request": {"method": "POST", "uri": CHAT_URI, "headers": request_headers or {},
+                    "body": request if isinstance(request, str) else json.dumps(request)},
+        "response": {"status": {"code": status, "message": reason}, "headers": response_headers or {},
+                     "body": {"string": reply if isinstance(reply, str) else json.dumps(reply)}},
     }  # fmt: skip
-    path.write_text(yaml.safe_dump({"interactions": [interaction], "version": 1}))
+
+
+def cassette_text(*interactions: dict[str, Any]) -> str:
+    """Anyone's cassette (no `sim:` block) holding `interactions`, as YAML."""
+    return yaml.safe_dump({"interactions": list(interactions), "version": 1})
+
+
+def chat_cassette(
+    path: Path, request: dict[str, Any] | str, reply: dict[str, Any] | str, **recorded: Any
+) -> Path:
+    """Anyone's cassette (no `sim:` block) of one Chat Completions call written to `path`: `request` answered
+    with `reply`, `recorded` as `chat_interaction` takes it."""
+    path.write_text(cassette_text(chat_interaction(request, reply, **recorded)))
     return path
+
+
+def cassette_calling(path: Path, name: str) -> Path:
+    """A cassette of one model call answered with a call of the tool `name`, written to `path`."""
+    call = {"id": "c1", "type": "function", "function": {"name": name, "arguments": "{}"}}
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    reply = {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]}
+    request = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    return chat_cassette(path, request, reply)

@@ -8,14 +8,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from sim.cli import app, drifting, serving
 from sim.core.model import Usage
 from sim.drift.session import FileDrift
 from tests.commands import invoke
-from tests.scripts import chat_cassette
+from tests.scripts import cassette_calling, chat_cassette
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -190,26 +189,10 @@ ONE_THING = re.compile(r"(?<![\w.])(?<!exit )(?<!of )1 (?!s\b)[a-z]+s\b")
 """`1 files`, `1 requests`: one of something told as many (`exit 1 unless`, `1 of 2 files` are not)."""
 
 
-def one_interaction(folder: Path) -> Path:
-    """A cassette of one model call, answered with one tool call."""
-    call = {"id": "c1", "type": "function", "function": {"name": "shell", "arguments": "{}"}}
-    message = {"role": "assistant", "content": None, "tool_calls": [call]}
-    reply = {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]}
-    interaction = {
-        "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions", "headers": {},
-                    "body": json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})},
-        "response": {"status": {"code": 200, "message": "OK"}, "headers": {},
-                     "body": {"string": json.dumps(reply)}},
-    }  # fmt: skip
-    path = folder / "one.yaml"
-    path.write_text(yaml.safe_dump({"interactions": [interaction], "version": 1}))
-    return path
-
-
 def test_one_of_anything_is_told_as_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Every count a command prints agrees with its noun when it is 1: show, convert, check and its page,
     serve's summary, drift's summary."""
-    cassette = one_interaction(tmp_path)
+    cassette = cassette_calling(tmp_path / "one.yaml", "shell")
     page = tmp_path / "page.html"
     said = [
         invoke("show", str(cassette)).output,

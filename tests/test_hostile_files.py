@@ -22,6 +22,7 @@ import yaml
 from tests.commands import in_process
 from tests.hangs import within
 from tests.host.processes import SIM
+from tests.scripts import cassette_text, chat_interaction
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMORY_CAP = 1536 * 1024 * 1024
@@ -102,21 +103,6 @@ REPLY = {
 }
 
 
-def cassette_text(request_body: str | None = None) -> str:
-    request = {
-        "method": "POST",
-        "uri": "https://api.openai.com/v1/chat/completions",
-        "headers": {},
-        "body": request_body or json.dumps(USER),
-    }
-    response = {
-        "status": {"code": 200, "message": "OK"},
-        "headers": {},
-        "body": {"string": json.dumps(REPLY)},
-    }
-    return yaml.safe_dump({"interactions": [{"request": request, "response": response}], "version": 1})
-
-
 def one_clear_line(done: subprocess.CompletedProcess[str], path: Path, *expected: str) -> None:
     output = done.stdout + done.stderr
     assert done.returncode in (1, 2), output
@@ -173,7 +159,7 @@ def gzip_bomb(tmp_path: Path) -> Path:
     packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
     zeros = b"\0" * (1024 * 1024)
     packed = b"".join(packer.compress(zeros) for _ in range(80)) + packer.flush()  # 80 MiB of zeros
-    data = yaml.safe_load(cassette_text())
+    data = yaml.safe_load(cassette_text(chat_interaction(USER, REPLY)))
     data["interactions"][0]["response"]["body"]["string"] = packed
     path = tmp_path / "gzip.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -232,7 +218,7 @@ def test_a_scenario_nested_500_deep_is_refused(tmp_path: Path, command: str) -> 
 @pytest.mark.parametrize("command", ["show", "check", "convert"])
 def test_a_cassette_body_nested_990_deep_is_unreadable_not_a_crash(tmp_path: Path, command: str) -> None:
     path = tmp_path / "deep.yaml"
-    path.write_text(cassette_text(request_body='{"messages":' + "[" * 990 + "]" * 990 + "}"))
+    path.write_text(cassette_text(chat_interaction('{"messages":' + "[" * 990 + "]" * 990 + "}", REPLY)))
     done = run(command, path)
     assert "Traceback" not in done.stdout + done.stderr
     if command == "check":
@@ -251,7 +237,7 @@ def test_a_parsed_body_nested_990_deep_is_one_line(tmp_path: Path, command: str)
 @pytest.mark.parametrize("command", COMMANDS)
 def test_a_raw_control_character_gives_its_position(tmp_path: Path, command: str) -> None:
     path = tmp_path / "control.yaml"
-    text = cassette_text().replace("hi", "h\x07i", 1)
+    text = cassette_text(chat_interaction(USER, REPLY)).replace("hi", "h\x07i", 1)
     path.write_text(text)
     before = text[: text.index("\x07")]
     line, column = before.count("\n") + 1, len(before) - before.rfind("\n")
@@ -269,7 +255,7 @@ BROKEN: dict[str, Callable[[dict[str, Any]], None]] = {
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("broken", sorted(BROKEN))
 def test_interactions_of_the_wrong_shape(tmp_path: Path, command: str, broken: str) -> None:
-    data = yaml.safe_load(cassette_text())
+    data = yaml.safe_load(cassette_text(chat_interaction(USER, REPLY)))
     BROKEN[broken](data)
     path = tmp_path / "broken.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -334,7 +320,11 @@ def test_a_cassette_nested_900_deep_in_yaml_is_read_or_refused_never_a_crash(
 ) -> None:
     """Cassettes skip the node walk unless they define an anchor; deep nesting must still never crash."""
     path = tmp_path / "deep.yaml"
-    path.write_text(cassette_text().replace("headers: {}", "headers: {x: " + "[" * 900 + "]" * 900 + "}", 1))
+    path.write_text(
+        cassette_text(chat_interaction(USER, REPLY)).replace(
+            "headers: {}", "headers: {x: " + "[" * 900 + "]" * 900 + "}", 1
+        )
+    )
     done = run(command, path)
     output = done.stdout + done.stderr
     assert "Traceback" not in output and "Error:" not in output.replace("YAML", ""), output

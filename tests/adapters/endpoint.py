@@ -13,6 +13,7 @@ from typing import Any
 import httpx2
 
 from sim.adapters.openai_chat import OpenAIChatModel
+from sim.cassette.reader import RecordedInteraction
 
 Answer = httpx2.Response | Callable[[httpx2.Request], httpx2.Response] | Exception
 
@@ -47,6 +48,13 @@ def sse(*chunks: dict[str, Any]) -> httpx2.Response:
     """A streamed reply: each chunk as a `data:` event, then `[DONE]`."""
     text = "".join(f"data: {json.dumps(chunk)}\n\n" for chunk in chunks) + "data: [DONE]\n\n"
     return httpx2.Response(200, content=text.encode(), headers={"content-type": "text/event-stream"})
+
+
+def recorded(interaction: RecordedInteraction) -> httpx2.Response:
+    """A recorded interaction's response as the network gave it: its status, its body and its content type."""
+    response = interaction.response
+    content_type = "text/event-stream" if response.is_event_stream else "application/json"
+    return httpx2.Response(response.status, content=response.body, headers={"content-type": content_type})
 
 
 class Endpoint:

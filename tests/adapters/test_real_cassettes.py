@@ -10,12 +10,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 
 from sim import ModelAPIError, ModelRequest, SystemMessage, UserMessage
-from sim.cassette.reader import RecordedInteraction, read_cassette
-from tests.adapters.endpoint import Endpoint
+from sim.cassette.reader import read_cassette
+from tests.adapters.endpoint import Endpoint, recorded
 from tests.corpus import needs_corpus, real_cassettes
 
 pytestmark = needs_corpus
@@ -103,13 +102,6 @@ CASES = [
 ]
 
 
-def serve(interaction: RecordedInteraction) -> httpx2.Response:
-    content_type = "text/event-stream" if interaction.response.is_event_stream else "application/json"
-    return httpx2.Response(
-        interaction.response.status, content=interaction.response.body, headers={"content-type": content_type}
-    )
-
-
 def test_every_real_cassette_is_covered() -> None:
     assert len(CASES) == len(real_cassettes()) == 8
 
@@ -122,7 +114,7 @@ def test_recorded_responses_become_replies_or_typed_errors(path: Path, prefix: s
     request = ModelRequest([SystemMessage(content="s"), UserMessage(content="u")])
     for interaction, wanted in zip(chats, expected, strict=True):
         streamed: Any = (interaction.request.json() or {}).get("stream", False)
-        model = Endpoint(serve(interaction)).model(stream=bool(streamed))
+        model = Endpoint(recorded(interaction)).model(stream=bool(streamed))
         if isinstance(wanted, int):
             with pytest.raises(ModelAPIError) as caught:
                 asyncio.run(model.complete(request))

@@ -15,6 +15,7 @@ import pytest
 from sim import ModelAPIError, ModelReply, ModelRequest, SystemMessage, UserMessage
 from sim.adapters.openai_responses import OpenAIResponsesModel
 from sim.cassette.reader import RecordedInteraction, read_cassette
+from tests.adapters.endpoint import recorded
 from tests.corpus import needs_corpus, real_cassettes
 
 pytestmark = needs_corpus
@@ -69,19 +70,13 @@ CASES = [
 
 
 def served(interaction: RecordedInteraction) -> ModelReply:
-    response = interaction.response
-    kind = "text/event-stream" if response.is_event_stream else "application/json"
-
-    def answer(request: httpx2.Request) -> httpx2.Response:
-        return httpx2.Response(response.status, content=response.body, headers={"content-type": kind})
-
     stream = bool((interaction.request.json() or {}).get("stream"))
     model = OpenAIResponsesModel.connect(
         base_url="https://api.openai.com/v1",
         api_key="sk-replayed-0123456789",
         model="gpt-test",
         stream=stream,
-        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(answer)),
+        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(lambda _: recorded(interaction))),
     )
     return asyncio.run(model.complete(ModelRequest([SystemMessage(content="s"), UserMessage(content="u")])))
 

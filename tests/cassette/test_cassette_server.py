@@ -10,47 +10,25 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import httpx2
 import openai
 import pytest
-import yaml
 
 from sim.cassette import compact
-from sim.cassette.reader import Cassette, read_cassette
-from sim.cassette.recording_answerer import RecordingAnswerer, recording_host
+from sim.cassette.reader import read_cassette
+from sim.cassette.recording_answerer import RecordingAnswerer
 from sim.cassette.writer import to_yaml
 from sim.host.access_log import Answered
 from sim.host.app import Host
+from tests.cassette.hosted import answers_its_recording, hosting
 from tests.cassette.test_compact import many_references
 from tests.corpus import needs_corpus, real_cassettes
+from tests.host.in_process import messages
 from tests.host.processes import ROOT, SIM, served
+from tests.scripts import chat_cassette
 
 BUNDLED = sorted((ROOT / "cassettes").rglob("*.yaml"))
-
-
-def hosting(cassette: Cassette, *, repeat: bool = True, **options: Any) -> Host[RecordingAnswerer]:
-    """The host `sim serve CASSETTE` serves `cassette` with (a program run again is answered again)."""
-    return recording_host(RecordingAnswerer(cassette.interactions, repeat=repeat), **options)
-
-
-def problems(server: Host[RecordingAnswerer]) -> list[str]:
-    """What each problem of the served recording says to people."""
-    return [problem.message for problem in server.answerer.problems]
-
-
-async def answers_its_recording(path: Path) -> None:
-    cassette = read_cassette(path)
-    server = hosting(cassette)
-    transport = httpx2.ASGITransport(app=server.app)
-    async with httpx2.AsyncClient(transport=transport, base_url="http://sim") as client:
-        for interaction in cassette.interactions:
-            request = interaction.request
-            response = await client.request(request.method, request.path, content=request.body or b"")
-            assert response.status_code == interaction.response.status, (path.name, interaction.index)
-            assert response.content == interaction.response.body, (path.name, interaction.index)
-    assert server.answerer.consumed and not problems(server)
 
 
 @pytest.mark.parametrize("path", BUNDLED, ids=lambda p: str(p.relative_to(ROOT)))
@@ -90,26 +68,14 @@ def recorded_error(tmp_path: Path) -> Path:
     error = {"message": "The server had an error", "type": "server_error", "param": None, "code": None}
     body = json.dumps({"error": error})
     request = '{"model": "m", "messages": [{"role": "user", "content": "hi"}]}'
-    interaction = {
-        "request": {
-            "method": "POST",
-            "uri": "https://api.openai.com/v1/chat/completions",
-            "headers": {},
-            "body": request,
-        },
-        "response": {
-            "status": {"code": 500, "message": "Internal Server Error"},
-            "headers": {
-                "x-should-retry": ["false"],
-                "x-request-id": ["req_1"],
-                "set-cookie": ["s=1"],
-                "content-type": ["application/json"],
-                "content-length": ["999"],
-            },
-            "body": {"string": body},
-        },
+    headers = {
+        "x-should-retry": ["false"],
+        "x-request-id": ["req_1"],
+        "set-cookie": ["s=1"],
+        "content-type": ["application/json"],
+        "content-length": ["999"],
     }
-    path.write_text(yaml.safe_dump({"interactions": [interaction], "version": 1}))
+    chat_cassette(path, request, body, status=500, reason="Internal Server Error", response_headers=headers)
     return path
 
 
@@ -226,6 +192,6 @@ def test_a_file_whose_compact_bodies_rebuild_past_its_limit_is_a_500_in_the_apis
     assert refused.status_code == 500
     assert refused.json()["error"]["code"] == "sim_cassette_unreadable"
     assert "rebuild to more than 64 MiB in all" in refused.json()["error"]["message"]
-    assert problems(server) == [
+    assert messages(server.answerer.problems) == [
         f"{path}: interaction 64: the compact request bodies rebuild to more than 64 MiB in all"
     ]

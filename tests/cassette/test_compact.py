@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx2
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -20,11 +19,11 @@ from typer.testing import CliRunner
 from sim.cassette import compact, replay
 from sim.cassette.compact import compact_data, expand_data
 from sim.cassette.reader import load_data, read_cassette
-from sim.cassette.recording_answerer import RecordingAnswerer, recording_host
 from sim.cassette.replay import replay_cassette
 from sim.cassette.writer import to_yaml
 from sim.cli import app, files
 from sim.core.errors import CassetteError
+from tests.cassette.hosted import answers_its_recording
 from tests.commands import in_process
 from tests.corpus import needs_corpus, real_cassettes
 
@@ -69,24 +68,8 @@ def test_every_real_cassette_rebuilds_each_body_and_expands_to_the_same_data(
             extended += after.request.extended is not None
         data = load_data(original)
         assert expand_data(load_data(path)) == {**data, **({"sim": data["sim"]} if "sim" in data else {})}
-        asyncio.run(_serves_its_recording(path))
+        asyncio.run(answers_its_recording(path, repeat=False))
     assert extended > 0  # the corpus's conversations did extend
-
-
-async def _serves_its_recording(path: Path) -> None:
-    cassette = read_cassette(path)
-    server = recording_host(RecordingAnswerer(cassette.interactions))
-    async with httpx2.AsyncClient(
-        transport=httpx2.ASGITransport(app=server.app), base_url="http://sim"
-    ) as client:
-        for interaction in cassette.interactions:
-            request = interaction.request
-            response = await client.request(request.method, request.path, content=request.body or b"")
-            assert (response.status_code, response.content) == (
-                interaction.response.status,
-                interaction.response.body,
-            )
-    assert server.answerer.consumed and not server.answerer.problems
 
 
 def _conversation(*bodies: dict[str, Any]) -> dict[str, Any]:

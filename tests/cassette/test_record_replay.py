@@ -252,16 +252,17 @@ def test_a_streamed_reply_echoing_the_secrets_is_recorded_without_them(tmp_path:
 
 @pytest.mark.parametrize("key", ["42", "x", "sim"])
 def test_a_key_too_short_to_scrub_is_refused_before_the_session(tmp_path: Path, key: str) -> None:
+    """The refused recording and the one after it run in process, asking `sim serve` on a port over HTTP as
+    they would ask any model: the second gets the script's first reply, so the first asked nothing."""
     cassette = tmp_path / "short.yaml"
     with served(ROOT / "scenarios" / "echo-42.yaml") as base_url:
         done = in_process(
             "record", cassette, "--prompt", "p", "--approve", "always",
             env={**environment(base_url), "OPENAI_API_KEY": key},
         )  # fmt: skip
-        served_before = subprocess.run(  # the script is untouched: its first reply is still there
-            [*SIM, "record", str(tmp_path / "ok.yaml"), "--prompt", "Run `echo 42` and tell me the result.",
-             "--approve", "always"],
-            env=environment(base_url), capture_output=True, text=True, timeout=60, check=False,
+        served_before = in_process(  # the script is untouched: its first reply is still there
+            "record", tmp_path / "ok.yaml", "--prompt", "Run `echo 42` and tell me the result.",
+            "--approve", "always", env=environment(base_url),
         )  # fmt: skip
     assert done.returncode == 2
     assert done.stderr.startswith(f"error: OPENAI_API_KEY has {len(key)} characters")

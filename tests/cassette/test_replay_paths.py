@@ -22,6 +22,7 @@ from sim.host.app import Host
 from sim.host.serve import AppServer, base_url, listen
 from sim.host.transport import transport
 from tests.corpus import CORPUS, needs_corpus, real_cassettes
+from tests.scripts import chat_cassette
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = sorted((ROOT / "cassettes").rglob("*.yaml"))
@@ -136,11 +137,10 @@ def test_recorded_headers_reach_the_client_both_ways(tmp_path: Path, served: Ser
     repeated one, and credentials and what described the recorded body are not."""
     path = tmp_path / "headers.yaml"
     asked = '{"model": "m", "messages": []}'
-    request = {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions", "headers": {},
-               "body": asked}  # fmt: skip
-    response = {"status": {"code": 500, "message": "Internal Server Error"}, "headers": RECORDED_HEADERS,
-                "body": {"string": '{"error": {"message": "x", "type": "server_error"}}'}}  # fmt: skip
-    path.write_text(json.dumps({"interactions": [{"request": request, "response": response}], "version": 1}))
+    said = '{"error": {"message": "x", "type": "server_error"}}'
+    chat_cassette(
+        path, asked, said, status=500, reason="Internal Server Error", response_headers=RECORDED_HEADERS
+    )
     assert_the_same_both_ways(path, served)
     served.host = recording_host(RecordingAnswerer(read_cassette(path).interactions))
 

@@ -18,6 +18,7 @@ from sim.core.errors import ConfigurationError
 from sim.core.messages import AssistantMessage, ToolCall
 from sim.core.model import ModelReply
 from sim.wire.chat import chunks_to_wire
+from tests.scripts import chat_cassette
 
 KEY = "sk-RECOGNISABLE-key-5f2a9c7e31d4"
 ORG = "org-RECOGNISABLEorg9f8e7d6c"
@@ -69,15 +70,10 @@ def test_credentials_at_the_start_of_a_line_are_found_in_decoded_text() -> None:
 
 def test_a_split_key_in_a_foreign_stream_is_a_serious_finding(tmp_path: Path) -> None:
     cassette = tmp_path / "foreign.yaml"
-    interaction = {
-        "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
-                    "body": json.dumps({"messages": [{"role": "user", "content": "hi"}], "stream": True}),
-                    "headers": {}},
-        "response": {"status": {"code": 200, "message": "OK"},
-                     "headers": {"content-type": ["text/event-stream"]},
-                     "body": {"string": sse(f"take {ORG}")}},
-    }  # fmt: skip
-    cassette.write_text(yaml.safe_dump({"interactions": [interaction], "version": 1}))
+    asked = {"messages": [{"role": "user", "content": "hi"}], "stream": True}
+    chat_cassette(
+        cassette, asked, sse(f"take {ORG}"), response_headers={"content-type": ["text/event-stream"]}
+    )
     findings = [f.what for f in audit(read_cassette(cassette)) if f.severity == "serious"]
     assert findings == ["organization id in the response"]
 
@@ -201,15 +197,10 @@ def test_values_shaped_like_credentials_are_not_placeholders(value: str) -> None
 def test_placeholder_headers_are_notes_and_real_ones_serious(tmp_path: Path) -> None:
     def cassette(headers: dict[str, list[str]]) -> list[tuple[str, str]]:
         path = tmp_path / "c.yaml"
-        interaction = {
-            "request": {"method": "POST", "uri": "https://api.openai.com/v1/chat/completions",
-                        "body": json.dumps({"messages": [{"role": "user", "content": "hi"}]}),
-                        "headers": headers},
-            "response": {"status": {"code": 200, "message": "OK"}, "headers": {},
-                         "body": {"string": json.dumps({"choices": [{"index": 0, "finish_reason": "stop",
-                                  "message": {"role": "assistant", "content": "hello"}}]})}},
-        }  # fmt: skip
-        path.write_text(yaml.safe_dump({"interactions": [interaction], "version": 1}))
+        reply = {"choices": [{"index": 0, "finish_reason": "stop",
+                              "message": {"role": "assistant", "content": "hello"}}]}  # fmt: skip
+        asked = {"messages": [{"role": "user", "content": "hi"}]}
+        chat_cassette(path, asked, reply, request_headers=headers)
         return [(f.severity, f.what) for f in audit(read_cassette(path))]
 
     crewai = {"authorization": ["AUTHORIZATION-XXX"], "openai-organization": ["OPENAI-ORG-XXX"],

@@ -19,8 +19,9 @@ from sim.core.untrusted import visible
 from sim.host.access_log import AccessLog
 from sim.scenario.schema import Scenario
 from tests.drift.live import live_model
+from tests.host.in_process import messages
 from tests.host.test_access_log import post
-from tests.scripts import chat_cassette
+from tests.scripts import cassette_calling
 
 ROOT = Path(__file__).resolve().parents[2]
 UNSEEN = ("\u200b", "\u200e", "\u200f", "\u00ad", "\u2028", "\u202e", "\x1b", "\x85", "\n", "\x7f", "\ufeff")
@@ -34,18 +35,11 @@ def raw_in(text: str, allowed: str = "") -> list[str]:
     return [char for char in UNSEEN if char in text and char not in allowed]
 
 
-def cassette_calling(folder: Path, name: str) -> Path:
-    """A cassette of one model call answered with a call of the tool `name`."""
-    call = {"id": "c1", "type": "function", "function": {"name": name, "arguments": "{}"}}
-    message = {"role": "assistant", "content": None, "tool_calls": [call]}
-    reply = {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": message}]}
-    request = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
-    return chat_cassette(folder / "calls.yaml", request, reply)
-
-
 def test_show_and_its_page_write_out_a_tool_name(tmp_path: Path) -> None:
     page = tmp_path / "shown.html"
-    done = CliRunner().invoke(app, ["show", str(cassette_calling(tmp_path, NAME)), "--html", str(page)])
+    done = CliRunner().invoke(
+        app, ["show", str(cassette_calling(tmp_path / "calls.yaml", NAME)), "--html", str(page)]
+    )
     assert done.exit_code == 0, done.output
     assert raw_in(done.output, allowed="\n") == []
     (line,) = [line for line in done.output.splitlines() if ": she" in line]  # one line, not forged two
@@ -62,7 +56,7 @@ def test_serve_cassettes_summary_and_json_log_write_out_the_clients_text(
     served = recording_host(answerer, on_answered=AccessLog(logged.append, as_json=True))
     asked = {"model": "m", "messages": [{"role": "user", "content": f"run {NAME}"}]}
     assert post(served.app, "/v1/chat/completions", asked).status_code == 400
-    problems = [problem.message for problem in answerer.problems]
+    problems = messages(answerer.problems)
     assert any("\u202e" in problem for problem in problems)  # the client's text, as the server has it
     serving._tell(problems, served.received, answerer.answered_by, "0 interactions played")
     summary = capsys.readouterr().err
