@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ from sim.core.loop import AgentRunner
 from sim.core.tools import ToolRegistry
 from sim.tools.shell import shell_tool
 from sim.wire import Api
+from tests.live_api import live_api
 
 KEY = "sk-RECOGNISABLE-key-5f2a9c7e31d4"
 CALL = {"id": "c1", "type": "function", "function": {"name": "shell", "arguments": '{"command": "echo 42"}'}}
@@ -38,29 +37,8 @@ def completion(message: dict[str, Any], finish_reason: str) -> bytes:
 def base_url() -> Iterator[str]:
     replies = iter([completion({"content": None, "tool_calls": [CALL]}, "tool_calls"),
                     completion({"content": "42"}, "stop")])  # fmt: skip
-
-    class Answer(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers["content-length"]))
-            body = next(replies)
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with live_api(lambda: next(replies)) as (origin, _):
+        yield f"{origin}/v1"
 
 
 def test_the_runner_keeps_its_observer_and_each_exchange_is_journaled_as_it_finishes(

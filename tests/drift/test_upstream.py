@@ -6,10 +6,6 @@ live model is `sim serve` playing a scenario, in process (the command's transpor
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx2
@@ -19,6 +15,7 @@ import yaml
 from sim.cli import drifting
 from sim.scenario.schema import Scenario
 from tests.drift.live import drift, live_model_afresh
+from tests.live_api import live_api
 
 ROOT = Path(__file__).resolve().parents[2]
 ECHO = ROOT / "scenarios" / "echo-42.yaml"
@@ -32,36 +29,6 @@ MESSAGE = {"role": "assistant", "content": "drifted"}
 REPLY = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "sim-model",
          "choices": [{"index": 0, "message": MESSAGE, "finish_reason": "stop"}],
          "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}  # fmt: skip
-
-
-@contextmanager
-def upstream_on_localhost() -> Iterator[tuple[str, list[tuple[str, dict[str, str]]]]]:
-    """A live API on 127.0.0.1 (a real socket) that notes the path (query included) and the headers of
-    each request and answers every one with the same text reply; its origin and what it noted."""
-    seen: list[tuple[str, dict[str, str]]] = []
-
-    class Answer(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            seen.append((self.path, {name.lower(): value for name, value in self.headers.items()}))
-            self.rfile.read(int(self.headers.get("content-length") or 0))
-            body = json.dumps(REPLY).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            """Quiet."""
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Answer)
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", seen
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def streamed_recording(folder: Path) -> Path:
@@ -125,7 +92,7 @@ def test_a_user_or_password_in_the_upstream_is_refused_before_anything_is_sent(
 ) -> None:
     """It would have gone as `Basic` auth in place of the key, and into every recorded `uri`."""
     monkeypatch.setenv("OPENAI_API_KEY", HEX_KEY)
-    with upstream_on_localhost() as (origin, seen):
+    with live_api(lambda: json.dumps(REPLY).encode()) as (origin, seen):
         done = drift(
             ROOT / "cassettes" / "echo-42.yaml", upstream=origin.replace("//", f"//{userinfo}") + "/v1"
         )
@@ -151,7 +118,7 @@ def test_the_upstreams_query_is_sent_after_the_endpoint_and_its_credentials_neve
     the table, the JSON and the report hold the key parameter masked."""
     monkeypatch.setenv("OPENAI_API_KEY", HEX_KEY)
     report, fresh = tmp_path / "drift.html", tmp_path / "fresh"
-    with upstream_on_localhost() as (origin, seen):
+    with live_api(lambda: json.dumps(REPLY).encode()) as (origin, seen):
         upstream = f"{origin}/v1/?api-version=2024-10-21&key={QUERY_SECRET}"
         shown = drift(
             ROOT / "cassettes" / "echo-42.yaml", "--report", report, "--rerecord", fresh, upstream=upstream

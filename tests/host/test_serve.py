@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.commands import in_a_process, in_process
-from tests.host.processes import SIM, served
+from tests.host.processes import served
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 
@@ -109,13 +109,7 @@ def test_interrupt_without_once_exits_0() -> None:
 def test_port_in_use_is_a_usage_error() -> None:
     with served(SCENARIOS / "echo-42.yaml") as (_, base_url):
         port = base_url.rsplit(":", 1)[1].split("/")[0]
-        done = subprocess.run(
-            [*SIM, "serve", str(SCENARIOS / "echo-42.yaml"), "--port", port],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
+        done = in_process("serve", SCENARIOS / "echo-42.yaml", "--port", port)
     assert done.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
 
@@ -173,13 +167,7 @@ def test_a_scenario_without_a_prompt_is_served_but_not_played(tmp_path: Path) ->
 
 @pytest.mark.parametrize("port", ["99999", "-1"])
 def test_a_port_out_of_range_is_a_one_line_usage_error(port: str) -> None:
-    done = subprocess.run(
-        [*SIM, "serve", str(SCENARIOS / "echo-42.yaml"), "--port", port],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    done = in_process("serve", SCENARIOS / "echo-42.yaml", "--port", port)
     assert done.returncode == 2
     assert done.stderr.splitlines() == [f"error: --port must be from 0 to 65535, not {port}"]
 
