@@ -1,4 +1,4 @@
-"""An in-process Chat Completions endpoint for adapter tests.
+"""An in-process OpenAI endpoint for adapter tests (either API).
 
 Faked at the outermost boundary only: the real SDK builds, sends and parses every request; an httpx2
 MockTransport stands where the network would be, answering with the responses given, in order.
@@ -13,6 +13,7 @@ from typing import Any
 import httpx2
 
 from sim.adapters.openai_chat import OpenAIChatModel
+from sim.adapters.openai_responses import OpenAIResponsesModel
 from sim.cassette.reader import RecordedInteraction
 
 Answer = httpx2.Response | Callable[[httpx2.Request], httpx2.Response] | Exception
@@ -81,6 +82,15 @@ class Endpoint:
             base_url="http://endpoint.test/v1",
             api_key="sk-test-key-0123456789",
             model="gpt-test",
+            http_client=self.client(),
+            **options,
+        )
+
+    def responses_model(self, *, model: str = "gpt-test", **options: Any) -> OpenAIResponsesModel:
+        return OpenAIResponsesModel.connect(
+            base_url="http://endpoint.test/v1",
+            api_key="sk-test-key-0123456789",
+            model=model,
             http_client=self.client(),
             **options,
         )

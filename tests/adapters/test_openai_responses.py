@@ -6,14 +6,13 @@ where the network would be): the real SDK builds and parses everything."""
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Any
 
 import httpx2
 
 from sim import AssistantMessage, ModelRequest, SystemMessage, ToolMessage, UserMessage
-from sim.adapters.openai_responses import OpenAIResponsesModel
 from sim.cassette.reader import read_cassette
+from tests.adapters.endpoint import Endpoint
 from tests.corpus import needs_corpus, real_cassettes
 
 REASONING_1 = {
@@ -61,19 +60,10 @@ def response(*output: dict[str, Any]) -> dict[str, Any]:
 
 def second_request_input(first_output: list[dict[str, Any]]) -> list[Any]:
     """The `input` the adapter sends after a reply made of `first_output` and the result of its call."""
-    sent: list[Any] = []
-
-    def answer(request: httpx2.Request) -> httpx2.Response:
-        sent.append(json.loads(request.content))
-        body = response(*first_output) if len(sent) == 1 else response(COMMENTARY)
-        return httpx2.Response(200, json=body)
-
-    model = OpenAIResponsesModel.connect(
-        base_url="https://api.openai.com/v1",
-        api_key="sk-test-0123456789",
-        model="m",
-        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(answer)),
+    endpoint = Endpoint(
+        httpx2.Response(200, json=response(*first_output)), httpx2.Response(200, json=response(COMMENTARY))
     )
+    model = endpoint.responses_model(model="m")
     system, user = SystemMessage(content="s"), UserMessage(content="Weather?")
 
     async def two_requests() -> None:
@@ -83,7 +73,7 @@ def second_request_input(first_output: list[dict[str, Any]]) -> list[Any]:
         await model.complete(ModelRequest([system, user, first.message, *results]))
 
     asyncio.run(two_requests())
-    return list(sent[1]["input"])
+    return list(endpoint.bodies()[1]["input"])
 
 
 def test_items_come_back_in_their_order_with_phase_ids_and_reasoning_content() -> None:

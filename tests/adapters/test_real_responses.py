@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import asyncio
 
-import httpx2
 import pytest
 
 from sim import ModelAPIError, ModelReply, ModelRequest, SystemMessage, UserMessage
-from sim.adapters.openai_responses import OpenAIResponsesModel
 from sim.cassette.reader import RecordedInteraction, read_cassette
-from tests.adapters.endpoint import recorded
+from tests.adapters.endpoint import Endpoint, recorded
 from tests.corpus import needs_corpus, real_cassettes
 
 pytestmark = needs_corpus
@@ -71,13 +69,7 @@ CASES = [
 
 def served(interaction: RecordedInteraction) -> ModelReply:
     stream = bool((interaction.request.json() or {}).get("stream"))
-    model = OpenAIResponsesModel.connect(
-        base_url="https://api.openai.com/v1",
-        api_key="sk-replayed-0123456789",
-        model="gpt-test",
-        stream=stream,
-        http_client=httpx2.AsyncClient(transport=httpx2.MockTransport(lambda _: recorded(interaction))),
-    )
+    model = Endpoint(recorded(interaction)).responses_model(stream=stream)
     return asyncio.run(model.complete(ModelRequest([SystemMessage(content="s"), UserMessage(content="u")])))
 
 
