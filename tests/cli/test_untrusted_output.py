@@ -19,8 +19,7 @@ from sim.core.untrusted import visible
 from sim.host.access_log import AccessLog
 from sim.scenario.schema import Scenario
 from tests.drift.live import live_model
-from tests.host.in_process import messages
-from tests.host.test_access_log import post
+from tests.host.in_process import messages, post
 from tests.scripts import cassette_calling
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +54,7 @@ def test_serve_cassettes_summary_and_json_log_write_out_the_clients_text(
     answerer = RecordingAnswerer(read_cassette(ROOT / "cassettes" / "echo-42.yaml").interactions)
     served = recording_host(answerer, on_answered=AccessLog(logged.append, as_json=True))
     asked = {"model": "m", "messages": [{"role": "user", "content": f"run {NAME}"}]}
-    assert post(served.app, "/v1/chat/completions", asked).status_code == 400
+    assert post(served, asked)[0].status_code == 400
     problems = messages(answerer.problems)
     assert any("\u202e" in problem for problem in problems)  # the client's text, as the server has it
     serving._tell(problems, served.received, answerer.answered_by, "0 interactions played")

@@ -59,13 +59,23 @@ def talk(
 
 
 def post(
-    sim: Host[ScriptAnswerer], *bodies: dict[str, Any], path: str = "/v1/chat/completions"
+    host: Host[Any],
+    *bodies: dict[str, Any] | bytes,
+    path: str = "/v1/chat/completions",
+    headers: dict[str, str] | None = None,
+    raise_app_exceptions: bool = True,
 ) -> list[httpx2.Response]:
-    """Each of `bodies` posted as JSON to `path` in turn, by a plain HTTP client that `sim` answers."""
+    """Each of `bodies` posted to `path` in turn (data as JSON, bytes as they are) by a plain HTTP client that
+    `host` answers; with `raise_app_exceptions` off, an exception in the app is a 500 instead."""
 
     async def send() -> list[httpx2.Response]:
-        transport = httpx2.ASGITransport(app=sim.app)
+        transport = httpx2.ASGITransport(app=host.app, raise_app_exceptions=raise_app_exceptions)
         async with httpx2.AsyncClient(transport=transport, base_url="http://sim.test") as client:
-            return [await client.post(path, json=body) for body in bodies]
+            return [
+                await client.post(path, content=body, headers=headers)
+                if isinstance(body, bytes)
+                else await client.post(path, json=body, headers=headers)
+                for body in bodies
+            ]
 
     return asyncio.run(send())

@@ -204,13 +204,7 @@ class TestValidation:
         assert sim.answerer.answered == 0
 
     def test_body_that_is_not_json(self) -> None:
-        async def send() -> httpx2.Response:
-            async with httpx2.AsyncClient(
-                transport=httpx2.ASGITransport(app=bundled().app), base_url="http://s"
-            ) as c:
-                return await c.post("/v1/chat/completions", content=b"{nope")
-
-        response = asyncio.run(send())
+        (response,) = post(bundled(), b"{nope")
         assert response.status_code == 400
         assert "parse the JSON body" in response.json()["error"]["message"]
 
@@ -381,13 +375,8 @@ class TestHonesty:
         assert response.status_code == 200
 
     def test_json_nested_100k_deep_is_a_400(self) -> None:
-        async def send() -> httpx2.Response:
-            transport = httpx2.ASGITransport(app=bundled().app)
-            async with httpx2.AsyncClient(transport=transport, base_url="http://sim.test") as client:
-                body = '{"messages":' + "[" * 100_000 + "]" * 100_000 + "}"
-                return await client.post("/v1/chat/completions", content=body)
-
-        response = asyncio.run(send())
+        body = '{"messages":' + "[" * 100_000 + "]" * 100_000 + "}"
+        (response,) = post(bundled(), body.encode())
         assert response.status_code == 400
         assert response.json()["error"]["type"] == "invalid_request_error"
 
@@ -448,11 +437,7 @@ class TestHonesty:
 def test_what_cannot_be_answered_is_a_400_in_the_apis_shape_not_a_500(
     path: str, body: bytes, says: str
 ) -> None:
-    async def send() -> httpx2.Response:
-        transport = httpx2.ASGITransport(app=bundled().app, raise_app_exceptions=False)
-        async with httpx2.AsyncClient(transport=transport, base_url="http://sim.test") as client:
-            return await client.post(path, content=body, headers={"content-type": "application/json"})
-
-    response = asyncio.run(send())
+    json_type = {"content-type": "application/json"}
+    (response,) = post(bundled(), body, path=path, headers=json_type, raise_app_exceptions=False)
     assert response.status_code == 400, response.text
     assert says in response.json()["error"]["message"]
