@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
-from sim.cli import app, live
+from sim.cli import live
 from tests.adapters.endpoint import Endpoint, completion, function_call
+from tests.commands import invoke
 
 KEY = "sk-cli-secret-0123456789"
 
@@ -40,7 +41,7 @@ def call_shell(command: str) -> dict:
 
 
 def run(*args: str) -> Result:
-    return CliRunner().invoke(app, ["run", *args])
+    return invoke("run", *args)
 
 
 def test_transcript_and_final_text(configured: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
 from sim.cassette.journal import Journal, journal_path, write_recovered
 from sim.cassette.reader import load_data, read_cassette
 from sim.cassette.writer import HttpExchange, cassette_pieces, to_yaml, write_cassette, written_rest
-from sim.cli import app
 from sim.core.errors import CassetteError
+from tests.commands import invoke
 from tests.corpus import needs_corpus, real_cassettes
 from tests.filesystems import fill
 
@@ -51,7 +51,7 @@ def exchange(turn: int, *, key_in: str = "", binary: bool = False) -> HttpExchan
 
 def recover(*args: str) -> Result:
     """`sim recover ARGS...`, in this process."""
-    return CliRunner().invoke(app, ["recover", *args])
+    return invoke("recover", *args)
 
 
 @pytest.mark.parametrize("compact", [False, True], ids=["plain", "compact"])

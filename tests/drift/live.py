@@ -7,12 +7,13 @@ from pathlib import Path
 
 import httpx2
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import Result
 
-from sim.cli import app, drifting
+from sim.cli import drifting
 from sim.host.app import Host
 from sim.scenario.answerer import ScriptAnswerer, scenario_host
 from sim.scenario.schema import Scenario
+from tests.commands import invoke
 
 UPSTREAM = "http://sim.test/v1"
 """The upstream drift is pointed at; the swapped transport answers whatever host it names."""
@@ -39,4 +40,4 @@ def drift(*args: str | Path, upstream: str = UPSTREAM, concurrency: int | None =
     options = ["--upstream", upstream]
     if concurrency is not None:
         options += ["--concurrency", str(concurrency)]
-    return CliRunner().invoke(app, ["drift", *map(str, args), *options])
+    return invoke("drift", *args, *options)
