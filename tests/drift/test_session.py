@@ -28,6 +28,7 @@ from sim.host.app import Host
 from sim.scenario.answerer import ScriptAnswerer, scenario_host
 from sim.scenario.schema import Scenario
 from tests.corpus import needs_corpus, real_cassettes
+from tests.host.in_process import post
 
 ROOT = Path(__file__).resolve().parents[2]
 ECHO = yaml.safe_load((ROOT / "scenarios" / "echo-42.yaml").read_text())
@@ -210,11 +211,7 @@ def test_a_chained_conversation_names_the_live_response_it_continues() -> None:
     cassette = ROOT / "cassettes" / "responses" / "parallel-calls.yaml"
     cycle = scenario_host(simulator.answerer.scenario, cycle=True)
 
-    async def warm() -> None:
-        async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=cycle.app)) as http:
-            await http.post("http://sim.test/v1/responses", json={"model": "m", "input": "earlier"})
-
-    asyncio.run(warm())
+    post(cycle, {"model": "m", "input": "earlier"}, path="/v1/responses")
     cycle.answerer.answered = 0  # the script starts again for the drift run; the store keeps the earlier one
     result = asked_of(cassette, cycle.app)
     assert [drift for drift, _ in turns(result)] == [Drift.same, Drift.same], cycle.answerer.problems
