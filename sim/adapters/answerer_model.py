@@ -12,15 +12,23 @@ An answer's pacing (a scenario's latency) is the host's to keep: asked directly,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
 from sim.adapters.api_errors import reply_not_json, status_error
-from sim.core.messages import RequestPairing
-from sim.core.model import ModelReply, ModelRequest
+from sim.core.messages import ChatMessage, HistoryView, RequestPairing
+from sim.core.model import ModelReply, ModelRequest, ToolSpec
 from sim.host.answers import Answer, Answerer, ApiError, Problem, RawReply, Received, Refusal
 from sim.host.app import refusal
-from sim.wire.chat import ChatProtocol, message_to_wire, reply_from_wire, request_fields, tool_to_wire
+from sim.wire.chat import (
+    ChatProtocol,
+    GrowingConversation,
+    message_to_wire,
+    reply_as_read,
+    request_fields,
+    tool_to_wire,
+)
 from sim.wire.requests import Asked, Refused
 
 __all__ = ["AnswererModel"]
@@ -38,20 +46,45 @@ class AnswererModel:
         self.model = model
         self._pairing = RequestPairing()
         self._protocol = ChatProtocol()
+        self._reader = GrowingConversation(self._protocol)
         self._path = self._protocol.paths[0]
         self._fields = request_fields(model, max_tokens=None, stream=False)
         self._sent = 0
+        self._previous: Sequence[ChatMessage] = ()
+        self._messages: list[dict[str, Any]] = []
+        """Each message of the conversation so far as the wire module writes it, written once."""
+        self._tools: tuple[ToolSpec, ...] = ()
+        self._wire_tools: list[dict[str, Any]] = []
 
     async def complete(self, request: ModelRequest) -> ModelReply:
         """Check pairing, ask the answerer, and return the reply or raise the error the adapter raises."""
-        self._pairing.check(request.messages)
-        body: dict[str, Any] = {**self._fields, "messages": [message_to_wire(m) for m in request.messages]}
+        messages = request.messages
+        self._pairing.check(messages)
+        body: dict[str, Any] = {**self._fields, "messages": self._wire_messages(messages)}
         if request.tools:
-            body["tools"] = [tool_to_wire(spec) for spec in request.tools]
+            body["tools"] = self._wire_tools_of(request.tools)
         self._sent += 1
-        read = partial(_parse, self._protocol, body)
+        read = partial(_parse, self._reader, body, messages)
         received = Received(self._sent, "POST", self._path, "", _NOT_A_RETRY, b"", self._protocol.name, read)
         return self._reply(await self.answerer.answer(received), received)
+
+    def _wire_messages(self, messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+        """`messages` as the wire module writes them: those a growing history already sent are not written
+        again, and are sent as the same objects (which the parser then need not read again)."""
+        new = messages.new_since(self._previous) if isinstance(messages, HistoryView) else None
+        if new is None:
+            self._messages = []
+            new = messages
+        self._messages += [message_to_wire(m) for m in new]
+        self._previous = messages
+        return self._messages.copy()
+
+    def _wire_tools_of(self, tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
+        """`tools` as the wire module writes them, written once for as long as the loop offers the same."""
+        if tools is not self._tools:
+            self._tools = tools
+            self._wire_tools = [tool_to_wire(spec) for spec in tools]
+        return self._wire_tools
 
     def _reply(self, answer: Answer, request: Received) -> ModelReply:
         """`answer` as the adapter reads the host's reply to a request that does not stream."""
@@ -68,12 +101,15 @@ class AnswererModel:
             raise _error(asked.error)
         if answer.malformed or answer.cut_after_chunks is not None:  # not streamed: a body cut in half
             raise reply_not_json()
-        return reply_from_wire(self._protocol.reply(answer.reply, asked, refusal=answer.refusal))
+        return reply_as_read(answer.reply, asked)
 
 
-def _parse(protocol: ChatProtocol, body: dict[str, Any], request: Received) -> Asked | Refusal:
-    """`body` read as the host's parser reads a request's: the request being answered, or the refusal."""
-    read = protocol.parse(body, request.number)
+def _parse(
+    reader: GrowingConversation, body: dict[str, Any], written: Sequence[ChatMessage], request: Received
+) -> Asked | Refusal:
+    """`body` (its messages written from `written`) read as the host's parser reads a request's: the
+    request being answered, or the refusal."""
+    read = reader.parse(body, request.number, written)
     return refusal(read, request.number) if isinstance(read, Refused) else read
 
 
