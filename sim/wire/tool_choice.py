@@ -101,9 +101,10 @@ def _check_offered(names: Sequence[str], offered: Sequence[str]) -> None:
             )
 
 
-def contradicts_tool_choice(choice: Any, reply: ModelReply) -> str | None:
-    """How a scripted reply contradicts the request's `tool_choice` (the real model could not answer so);
-    a malformed choice contradicts nothing (it was refused before)."""
+def contradicts_tool_choice(body: Mapping[str, Any], reply: ModelReply) -> str | None:
+    """How a scripted reply contradicts the `tool_choice` of the request `body` (the real model could not
+    answer so); a malformed choice contradicts nothing (it was refused before)."""
+    choice = body.get("tool_choice")
     try:
         read = read_tool_choice(choice, _named_anywhere(choice))
     except ToolChoiceError:
