@@ -2,8 +2,9 @@
 JSON text between them (the fast way to play a scenario or fuzz a loop).
 
 Each request is what `OpenAIChatModel` would send without streaming, as the Chat Completions wire module
-writes it and the host's parser reads it (a dict, never serialized); the answer comes back as that
-adapter would raise or return it: a model reply written and read by the same wire module, an error
+writes it and the host's parser reads it (a dict, never serialized; the parser reads only what each request
+adds to the one before, and takes the messages this client wrote as it would read them back); the answer
+comes back as that adapter would raise or return it: a model reply as the same wire module reads it, an error
 mapped by `sim.adapters.api_errors` as the SDK adapters map theirs, a malformed or cut body as the reply
 error the adapter raises for a body that is not JSON. So the answerer (a scenario's `ScriptAnswerer`)
 judges the same requests, and the loop sees the same replies and errors, as over the real SDK and host.

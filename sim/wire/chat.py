@@ -1,8 +1,10 @@
 """Chat Completions (`POST /v1/chat/completions`), everything about it: its paths; requests encoded
 incrementally and replies decoded and checked (the client side); recorded bodies read (`history`,
 `chained_to`, `response_id`, `ending`, the stream's text pieces); drift's carry-forward (`answer_from_wire`,
-`carried_forward`, `chained`); and requests parsed once and replies written as JSON or a stream (the server
-side, `ChatProtocol`). `sim.wire.registry.CODECS` asks it through one `Codec`."""
+`carried_forward`, `chained`); requests parsed once and replies written as JSON or a stream (the server
+side, `ChatProtocol`); and, for a client in process, a growing conversation's requests parsed for what each
+adds (`GrowingConversation`) and what it wrote taken as it would be read back (`message_as_read`,
+`reply_as_read`). `sim.wire.registry.CODECS` asks it through one `Codec`."""
 
 from __future__ import annotations
 
