@@ -31,9 +31,9 @@ from sim.core.model import ModelClient, ModelRequest
 from sim.core.tools import ToolRegistry
 from sim.tools.shell import shell_tool
 from sim.wire import Api
-from sim.wire.chat import message_to_wire, tool_to_wire
-from sim.wire.responses import message_to_items
-from sim.wire.responses import tool_to_wire as responses_tool
+from sim.wire.chat.client import message_to_wire, tool_to_wire
+from sim.wire.responses.client import tool_to_wire as responses_tool
+from sim.wire.responses.items import message_to_items
 
 SIZES = (10, 100, 1_000)
 TIMED_TURNS = 10

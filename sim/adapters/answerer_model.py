@@ -22,14 +22,9 @@ from sim.core.messages import ChatMessage, HistoryView, RequestPairing
 from sim.core.model import ModelReply, ModelRequest, ToolSpec
 from sim.host.answers import Answer, Answerer, ApiError, Problem, RawReply, Received, Refusal
 from sim.host.app import refusal
-from sim.wire.chat import (
-    ChatProtocol,
-    GrowingConversation,
-    message_to_wire,
-    reply_as_read,
-    request_fields,
-    tool_to_wire,
-)
+from sim.wire.chat.client import message_to_wire, request_fields, tool_to_wire
+from sim.wire.chat.growing import GrowingConversation, reply_as_read
+from sim.wire.chat.protocol import ChatProtocol
 from sim.wire.requests import Asked, Refused
 
 __all__ = ["AnswererModel"]

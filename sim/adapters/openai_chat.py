@@ -15,8 +15,8 @@ from sim.adapters.sdk_calls import connect, post_json, post_stream
 from sim.core.checks import require_positive_int, require_text
 from sim.core.messages import RequestPairing
 from sim.core.model import ModelReply, ModelRequest
-from sim.wire.chat import (
-    ENDPOINT,
+from sim.wire.chat import ENDPOINT
+from sim.wire.chat.client import (
     REPLY_LIMIT,
     RequestEncoder,
     reply_from_events,

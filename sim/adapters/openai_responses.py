@@ -19,8 +19,8 @@ from sim.adapters.sdk_calls import connect, post_json, post_stream
 from sim.core.checks import require_positive_int, require_text
 from sim.core.messages import AssistantMessage, ChatMessage, HistoryView, RequestPairing
 from sim.core.model import ModelReply, ModelRequest
-from sim.wire.responses import (
-    ENDPOINT,
+from sim.wire.responses import ENDPOINT
+from sim.wire.responses.client import (
     REPLY_LIMIT,
     ItemEncoder,
     reply_from_events,

@@ -1,4 +1,4 @@
-"""Each OpenAI API sim speaks, known in one module: Chat Completions (`sim.wire.chat`) and the Responses API
+"""Each OpenAI API sim speaks, known in one package: Chat Completions (`sim.wire.chat`) and the Responses API
 (`sim.wire.responses`), with what both share beside them. Here: which APIs there are (`Api`),
 light enough for every start of the command line; the registry (`sim.wire.registry`) says which one a path
 is and what generic code asks an API."""

@@ -11,14 +11,22 @@ from sim.core.messages import ChatMessage
 from sim.core.model import ModelReply, ToolSpec
 from sim.wire import Api, chat, responses
 from sim.wire.carrying import Answer
+from sim.wire.chat import client as chat_client
+from sim.wire.chat import protocol as chat_protocol
+from sim.wire.chat import reading as chat_reading
+from sim.wire.chat import recorded as chat_recorded
 from sim.wire.requests import WireProtocol
+from sim.wire.responses import client as responses_client
+from sim.wire.responses import protocol as responses_protocol
+from sim.wire.responses import reading as responses_reading
+from sim.wire.responses import recorded as responses_recorded
 from sim.wire.stream_text import StreamText
 
 
 @dataclass(frozen=True, slots=True)
 class Codec:
     """What generic code asks of one API: where it posts, and how its recorded bodies map to the
-    conversation. Each field is the API module's own function or constant."""
+    conversation. Each field is the API package's own function or constant."""
 
     api: Api
     endpoint: str
@@ -64,36 +72,36 @@ CODECS: dict[Api, Codec] = {
         endpoint=chat.ENDPOINT,
         paths=chat.PATHS,
         conversation=chat.CONVERSATION,
-        history=chat.history,
-        tools=chat.tools_from_wire,
-        reply=chat.reply_from_wire,
-        reply_from_events=chat.reply_from_events,
-        response_id=chat.response_id,
-        chained_to=chat.chained_to,
-        ending=chat.ending,
-        stream_text_pieces=chat.stream_text_pieces,
-        answer=chat.answer_from_wire,
-        carried_forward=chat.carried_forward,
-        chained=chat.chained,
-        server=chat.server,
+        history=chat_recorded.history,
+        tools=chat_reading.tools_from_wire,
+        reply=chat_client.reply_from_wire,
+        reply_from_events=chat_client.reply_from_events,
+        response_id=chat_recorded.response_id,
+        chained_to=chat_recorded.chained_to,
+        ending=chat_recorded.ending,
+        stream_text_pieces=chat_recorded.stream_text_pieces,
+        answer=chat_recorded.answer_from_wire,
+        carried_forward=chat_recorded.carried_forward,
+        chained=chat_recorded.chained,
+        server=chat_protocol.server,
     ),
     Api.responses: Codec(
         api=Api.responses,
         endpoint=responses.ENDPOINT,
         paths=responses.PATHS,
         conversation=responses.CONVERSATION,
-        history=responses.history,
-        tools=responses.tools_from_wire,
-        reply=responses.reply_from_wire,
-        reply_from_events=responses.reply_from_events,
-        response_id=responses.response_id,
-        chained_to=responses.chained_to,
-        ending=responses.ending,
-        stream_text_pieces=responses.stream_text_pieces,
-        answer=responses.answer_from_wire,
-        carried_forward=responses.carried_forward,
-        chained=responses.chained,
-        server=responses.server,
+        history=responses_recorded.history,
+        tools=responses_reading.tools_from_wire,
+        reply=responses_client.reply_from_wire,
+        reply_from_events=responses_client.reply_from_events,
+        response_id=responses_client.response_id,
+        chained_to=responses_recorded.chained_to,
+        ending=responses_recorded.ending,
+        stream_text_pieces=responses_recorded.stream_text_pieces,
+        answer=responses_recorded.answer_from_wire,
+        carried_forward=responses_recorded.carried_forward,
+        chained=responses_recorded.chained,
+        server=responses_protocol.server,
     ),
 }
 """Each API's codec."""

@@ -17,7 +17,7 @@ from sim.cassette.writer import HttpExchange, write_cassette
 from sim.core.errors import ConfigurationError
 from sim.core.messages import AssistantMessage, ToolCall
 from sim.core.model import ModelReply
-from sim.wire.chat import chunks_to_wire
+from sim.wire.chat.protocol import chunks_to_wire
 from tests.scripts import chat_cassette
 
 KEY = "sk-RECOGNISABLE-key-5f2a9c7e31d4"

@@ -265,9 +265,11 @@ def test_only_the_wire_names_api_paths_event_types_and_wire_fields() -> None:
 
 
 def test_the_wire_modules_name_what_the_scan_looks_for() -> None:
-    """The scan finds what it must where it belongs: each API's paths, events and fields in its module."""
-    chat = wire_words(ast.parse((WIRE / "chat.py").read_text()))
-    responses = wire_words(ast.parse((WIRE / "responses.py").read_text()))
+    """The scan finds what it must where it belongs: each API's paths, events and fields in its package."""
+    chat, responses = (
+        set().union(*(wire_words(ast.parse(path.read_text())) for path in (WIRE / api).glob("*.py")))
+        for api in ("chat", "responses")
+    )
     assert {"/chat/completions", "/v1/chat/completions", "chat.completion.chunk", "finish_reason"} <= chat
     assert {"/responses", "response.output_text.delta", "previous_response_id", "function_call_output"} <= (
         responses
@@ -397,7 +399,23 @@ def test_the_layout_page_draws_and_lists_every_package() -> None:
     assert sorted(path for path in paths.values() if path not in listing) == []
 
 
-API_MODULES = {"sim.wire.chat", "sim.wire.responses"}
+API_PACKAGES = ("sim.wire.chat", "sim.wire.responses")
+
+
+def api_packages_named(names: set[str]) -> set[str]:
+    """The API packages among imported module names: a package itself or any module in it."""
+    return {
+        package
+        for package in API_PACKAGES
+        for name in names
+        if name == package or name.startswith(f"{package}.")
+    }
+
+
+def test_an_api_package_is_named_by_itself_or_any_of_its_modules() -> None:
+    named = {"sim.wire.chat.client", "sim.wire.responses", "sim.wire.chatter", "sim.wire.registry"}
+    assert api_packages_named(named) == {"sim.wire.chat", "sim.wire.responses"}
+    assert api_packages_named({"sim.wire.requests", "sim.wire"}) == set()
 
 
 def test_only_the_loops_clients_import_an_api_module() -> None:
@@ -417,6 +435,6 @@ def test_only_the_loops_clients_import_an_api_module() -> None:
             if isinstance(node, ast.ImportFrom) and node.module == "sim.wire"
             for alias in node.names
         }
-        if found := named & API_MODULES:
+        if found := api_packages_named(named):
             importers[module] = sorted(found)
     assert importers == {}

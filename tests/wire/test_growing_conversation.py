@@ -21,16 +21,10 @@ from sim.core.messages import (
     UserMessage,
 )
 from sim.core.model import ModelReply, ToolSpec
-from sim.wire.chat import (
-    ChatProtocol,
-    GrowingConversation,
-    message_as_read,
-    message_from_wire,
-    message_to_wire,
-    reply_as_read,
-    reply_from_wire,
-    tool_to_wire,
-)
+from sim.wire.chat.client import message_to_wire, reply_from_wire, tool_to_wire
+from sim.wire.chat.growing import GrowingConversation, message_as_read, reply_as_read
+from sim.wire.chat.protocol import ChatProtocol
+from sim.wire.chat.reading import message_from_wire
 from sim.wire.requests import Asked, Refused
 
 SHELL = ToolSpec(

@@ -8,10 +8,12 @@ import pytest
 from sim.core.errors import ConfigurationError
 from sim.core.messages import AssistantMessage
 from sim.core.model import ModelReply
-from sim.wire import Api
-from sim.wire import chat as chat_module
-from sim.wire import responses as responses_module
+from sim.wire import Api, chat, responses
+from sim.wire.chat import protocol as chat_protocol
+from sim.wire.chat import recorded as chat_recorded
 from sim.wire.registry import CODECS, ENDPOINTS, api_asked, codec_for
+from sim.wire.responses import protocol as responses_protocol
+from sim.wire.responses import recorded as responses_recorded
 
 
 def test_an_api_is_named_in_any_case_and_a_wrong_name_says_the_choices() -> None:
@@ -37,13 +39,16 @@ def test_the_api_a_path_posts_to(path: str, api: Api | None) -> None:
 
 
 def test_each_codec_is_its_modules_own() -> None:
-    for api, module in ((Api.chat, chat_module), (Api.responses, responses_module)):
+    for api, module, recorded in (
+        (Api.chat, chat, chat_recorded),
+        (Api.responses, responses, responses_recorded),
+    ):
         codec = CODECS[api]
         assert codec.api is api and ENDPOINTS[api] == codec.endpoint == module.ENDPOINT
         assert codec.paths == module.PATHS and all(path.endswith(codec.endpoint) for path in codec.paths)
         assert codec.conversation == module.CONVERSATION
-        assert codec.history is module.history and codec.answer is module.answer_from_wire
-        assert codec.stream_text_pieces is module.stream_text_pieces
+        assert codec.history is recorded.history and codec.answer is recorded.answer_from_wire
+        assert codec.stream_text_pieces is recorded.stream_text_pieces
         served = codec.server(1024)
         assert served.name == api.value and served.paths == codec.paths
     assert {codec.conversation for codec in CODECS.values()} == {"messages", "input"}
@@ -51,8 +56,8 @@ def test_each_codec_is_its_modules_own() -> None:
 
 def test_each_server_side_is_new_with_its_own_store() -> None:
     first, second = CODECS[Api.responses].server(1024), CODECS[Api.responses].server(1024)
-    assert isinstance(first, responses_module.ResponsesProtocol) and first.store is not second.store
-    assert isinstance(CODECS[Api.chat].server(1024), chat_module.ChatProtocol)
+    assert isinstance(first, responses_protocol.ResponsesProtocol) and first.store is not second.store
+    assert isinstance(CODECS[Api.chat].server(1024), chat_protocol.ChatProtocol)
 
 
 def test_each_api_says_how_a_reply_ended_in_its_own_words() -> None:

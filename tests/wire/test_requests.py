@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from sim.core.messages import SystemMessage, UserMessage
-from sim.wire.chat import ChatProtocol
+from sim.wire.chat.protocol import ChatProtocol
 from sim.wire.requests import Asked, Refused, WireProtocol
-from sim.wire.responses import ResponsesProtocol
+from sim.wire.responses.protocol import ResponsesProtocol
 
 TOOL = {"type": "function", "function": {"name": "shell", "parameters": {"type": "object", "properties": {}}}}
 FLAT_TOOL = {"type": "function", "name": "shell", "parameters": {"type": "object", "properties": {}}}

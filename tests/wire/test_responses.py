@@ -7,7 +7,8 @@ import pytest
 from sim.core.messages import SystemMessage, UserMessage
 from sim.wire import Api
 from sim.wire.registry import CODECS
-from sim.wire.responses import ResponsesProtocol, history
+from sim.wire.responses.protocol import ResponsesProtocol
+from sim.wire.responses.recorded import history
 
 
 @pytest.mark.parametrize("instructions", ["", "Be brief."])

@@ -1,0 +1,246 @@
+"""Chat Completions, the server side (`ChatProtocol`): a request parsed once or refused as the API refuses
+it, and a reply written as the `chat.completion` or the `chat.completion.chunk`s the API would send."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sim.core.model import ModelReply, ModelRequest, Usage
+from sim.wire.chat import PATHS
+from sim.wire.chat.client import (
+    message_to_wire,
+)
+from sim.wire.chat.reading import (
+    request_from_wire,
+)
+from sim.wire.logprobs import PIECE_CHARS, pieces, text_logprobs
+from sim.wire.requests import (
+    CREATED,
+    Asked,
+    Refused,
+    parse,
+    refused_strict,
+    refused_tool_choice,
+    refused_type,
+    refused_unsupported,
+)
+from sim.wire.sse import frame
+from sim.wire.tool_choice import ReplyTerms, reply_terms
+
+
+def estimate_usage(request: ModelRequest, reply: ModelReply) -> Usage:
+    """Token counts a simulator can report: about four characters a token, never zero."""
+    prompt = sum(len(getattr(m, "content", None) or "") for m in request.messages) // 4 + len(
+        request.messages
+    )
+    said = len(reply.message.content or "") + sum(
+        len(c.arguments) + len(c.name) for c in reply.message.tool_calls
+    )
+    completion = said // 4 + 1
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
+
+
+def _wire_usage(usage: Usage) -> dict[str, Any]:
+    return {
+        **usage.model_dump(),
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": 0,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }
+
+
+def _choice_logprobs(text: str | None, top: int | None, *, refusal: bool = False) -> dict[str, Any] | None:
+    """A choice's `logprobs` (None when the request did not ask): its text's tokens under `content`, or
+    under `refusal` for a refusal."""
+    if top is None:
+        return None
+    tokens = text_logprobs(text, top) if text is not None else None
+    return {"content": None, "refusal": tokens} if refusal else {"content": tokens, "refusal": None}
+
+
+def completion_to_wire(
+    reply: ModelReply,
+    *,
+    completion_id: str,
+    created: int,
+    model: str,
+    usage: Usage,
+    logprobs: int | None = None,
+    refusal: bool = False,
+) -> dict[str, Any]:
+    """A `ModelReply` as the `chat.completion` body the real API would send; `logprobs` is the number of
+    `top_logprobs` asked for when the request asked for log probabilities; with `refusal`, the text is sent
+    as a refusal (`message.refusal`, the content null)."""
+    text = reply.message.content
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": None if refusal else text,
+        "refusal": text if refusal else None,
+        "annotations": [],
+    }
+    if reply.message.tool_calls:
+        message["tool_calls"] = message_to_wire(reply.message)["tool_calls"]
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "logprobs": _choice_logprobs(text, logprobs, refusal=refusal),
+                "finish_reason": reply.finish_reason,
+            }
+        ],
+        "usage": _wire_usage(usage),
+        "service_tier": "default",
+        "system_fingerprint": "fp_sim",
+    }
+
+
+def chunks_to_wire(
+    reply: ModelReply,
+    *,
+    completion_id: str,
+    created: int,
+    model: str,
+    usage: Usage | None,
+    logprobs: int | None = None,
+    refusal: bool = False,
+    piece_chars: int = PIECE_CHARS,
+) -> list[dict[str, Any]]:
+    """A `ModelReply` as the `chat.completion.chunk`s the real API would stream: a role chunk, text pieces
+    (each with its token's log probability when asked; `refusal` deltas for a refusal), tool-call deltas by
+    index (arguments in pieces), the finish chunk, and a usage-only chunk when asked."""
+    header = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model,
+              "service_tier": "default", "system_fingerprint": "fp_sim"}  # fmt: skip
+    extra = {"usage": None} if usage is not None else {}
+
+    def chunk(
+        delta: dict[str, Any], finish_reason: str | None = None, text: str | None = None
+    ) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "logprobs": _choice_logprobs(text, logprobs, refusal=refusal),
+                  "finish_reason": finish_reason}  # fmt: skip
+        return {**header, "choices": [choice], **extra}
+
+    text = reply.message.content
+    opened = "" if text is not None else None
+    chunks = [chunk({"role": "assistant", "content": None if refusal else opened,
+                     "refusal": opened if refusal else None})]  # fmt: skip
+    field = "refusal" if refusal else "content"
+    chunks += [chunk({field: piece}, text=piece) for piece in pieces(text or "", piece_chars)]
+    for index, call in enumerate(reply.message.tool_calls):
+        opening = {
+            "index": index,
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": ""},
+        }
+        chunks.append(chunk({"tool_calls": [opening]}))
+        chunks += [
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in pieces(call.arguments, piece_chars)
+        ]
+    chunks.append(chunk({}, reply.finish_reason))
+    if usage is not None:
+        chunks.append({**header, "choices": [], "usage": _wire_usage(usage)})
+    return chunks
+
+
+class ChatProtocol:
+    """`POST /v1/chat/completions`."""
+
+    name = "chat"
+    paths: tuple[str, ...] = PATHS
+    closing = b"data: [DONE]\n\n"
+
+    def parse(self, body: dict[str, Any], number: int) -> Asked | Refused:
+        """The request body read once: the request being answered, or the API's refusal."""
+        return parse(self, body, number)
+
+    def refused(self, body: dict[str, Any]) -> Refused | None:
+        """Types, `stream_options` without `stream`, `n`, log probabilities, `tool_choice`."""
+        refused = refused_type(body) or refused_unsupported(body)
+        if refused is None and body.get("stream_options") is not None and not body.get("stream"):
+            message = "The 'stream_options' parameter is only allowed when 'stream' is enabled."
+            refused = Refused(message, "stream_options", "invalid_value")
+        if refused is None and not isinstance(
+            (body.get("stream_options") or {}).get("include_usage", False), bool
+        ):
+            refused = Refused(
+                "Invalid type for 'include_usage'.", "stream_options.include_usage", "invalid_type"
+            )
+        if refused is not None:
+            return refused
+        functions = self._functions(body)
+        offered = [function.get("name") for _, function in functions]
+        return refused_tool_choice(body.get("tool_choice"), offered) or refused_strict(functions)
+
+    @staticmethod
+    def _functions(body: dict[str, Any]) -> list[tuple[str, Any]]:
+        """Each function a request offers, with where it sits in the body."""
+        return [(f"tools[{n}].function", t["function"]) for n, t in enumerate(body.get("tools") or [])
+                if isinstance(t, dict) and isinstance(t.get("function"), dict)]  # fmt: skip
+
+    def decode(self, body: dict[str, Any]) -> ModelRequest:
+        """`messages` and `tools`, pairing checked."""
+        return request_from_wire(body)
+
+    def terms(self, body: dict[str, Any]) -> ReplyTerms:
+        """Functions are strict where they say `strict: true`."""
+        return reply_terms(body, [function for _, function in self._functions(body)], unsaid=lambda _: None)
+
+    def check(self, body: dict[str, Any], decoded: ModelRequest) -> Refused | None:
+        """Nothing travels back by reference over Chat Completions."""
+        return None
+
+    def reply(self, reply: ModelReply, asked: Asked, *, refusal: bool = False) -> dict[str, Any]:
+        """A `chat.completion`; a refusal in `message.refusal`, its content null."""
+        return completion_to_wire(
+            reply,
+            completion_id=f"chatcmpl-sim{asked.number:06d}",
+            created=CREATED,
+            model=asked.model,
+            usage=estimate_usage(asked.decoded, reply),
+            logprobs=self._logprobs(asked.body),
+            refusal=refusal,
+        )
+
+    def stream(self, reply: ModelReply, asked: Asked, *, refusal: bool = False) -> list[bytes]:
+        """`chat.completion.chunk`s; the usage chunk only when `stream_options.include_usage` asks; a
+        refusal in `refusal` deltas."""
+        include_usage = bool((asked.body.get("stream_options") or {}).get("include_usage"))
+        chunks = chunks_to_wire(
+            reply,
+            completion_id=f"chatcmpl-sim{asked.number:06d}",
+            created=CREATED,
+            model=asked.model,
+            usage=estimate_usage(asked.decoded, reply) if include_usage else None,
+            logprobs=self._logprobs(asked.body),
+            refusal=refusal,
+        )
+        return [frame(chunk) for chunk in chunks]
+
+    @staticmethod
+    def _logprobs(body: dict[str, Any]) -> int | None:
+        """How many alternatives per token the request asks for, when it asks for log probabilities."""
+        return int(body.get("top_logprobs") or 0) if body.get("logprobs") else None
+
+    def broken(self, stream: bool) -> bytes:
+        """Half a completion."""
+        return b'data: {"id": "chatcmpl-\n\n' if stream else b'{"id": "chatcmpl-'
+
+    def failed(self, error: dict[str, Any], asked: Asked) -> list[bytes]:
+        """An `error` chunk, as the API streams a failure."""
+        return [frame({"error": error})]
+
+
+def server(store_limit: int) -> ChatProtocol:
+    """A new server side of Chat Completions (which keeps nothing between requests: `store_limit` is the
+    Responses API's)."""
+    return ChatProtocol()

@@ -1,0 +1,116 @@
+"""Chat Completions request bodies read as the API reads them: `messages` as core messages and `tools` as
+tool specs, each checked (`MessageContractError` where the API would refuse them)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from sim.core.errors import MessageContractError, ModelReplyError
+from sim.core.messages import (
+    AssistantMessage,
+    ChatMessage,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+    validate_pairing,
+)
+from sim.core.model import ModelRequest, ToolSpec
+from sim.wire.chat.client import tool_call_from_wire
+
+_WIRE_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def contract_error(where: str, what: str) -> MessageContractError:
+    """What is wrong with a request, and where in its body."""
+    return MessageContractError(f"{where}: {what}")
+
+
+def content_text(content: Any, where: str) -> str:
+    """Message content as text, for either API: a string, or the text (or refusal) of each part of a list;
+    other parts (images, files) become a placeholder such as `[image_url]`."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        pieces = []
+        for part in content:
+            if not isinstance(part, Mapping):
+                raise contract_error(where, "content parts must be objects")
+            text = part.get("text", part.get("refusal"))
+            pieces.append(text if isinstance(text, str) else f"[{part.get('type', 'part')}]")
+        return "".join(pieces)
+    raise contract_error(where, "content must be a string or an array of content parts")
+
+
+def message_from_wire(raw: Any, where: str) -> ChatMessage:
+    """One message as the API takes it, back into a `ChatMessage`; `MessageContractError` when malformed."""
+    if not isinstance(raw, Mapping):
+        raise contract_error(where, "each message must be an object")
+    role = raw.get("role")
+    if role in ("system", "developer"):
+        return SystemMessage(content=content_text(raw.get("content"), f"{where}.content"))
+    if role == "user":
+        return UserMessage(content=content_text(raw.get("content"), f"{where}.content"))
+    if role == "tool":
+        call_id = raw.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            raise contract_error(f"{where}.tool_call_id", "a tool message must answer a tool_call_id")
+        return ToolMessage(tool_call_id=call_id, content=content_text(raw.get("content"), f"{where}.content"))
+    if role == "assistant":
+        content = raw.get("content")
+        calls = raw.get("tool_calls") or []
+        if not isinstance(calls, list):
+            raise contract_error(f"{where}.tool_calls", "must be an array")
+        try:
+            tool_calls = tuple(tool_call_from_wire(call) for call in calls)
+        except ModelReplyError as error:
+            raise contract_error(f"{where}.tool_calls", str(error)) from None
+        text = None if content is None else content_text(content, f"{where}.content")
+        return AssistantMessage(content=text, tool_calls=tool_calls)
+    raise contract_error(f"{where}.role", f"unsupported role {role!r}")
+
+
+def _tool_spec_from_wire(raw: Any, where: str) -> ToolSpec:
+    if (
+        not isinstance(raw, Mapping)
+        or raw.get("type") != "function"
+        or not isinstance(raw.get("function"), Mapping)
+    ):
+        raise contract_error(where, "each tool must be {type: function, function: {...}}")
+    function = raw["function"]
+    name = function.get("name")
+    if not isinstance(name, str) or not _WIRE_TOOL_NAME.fullmatch(name):
+        raise contract_error(f"{where}.function.name", f"invalid function name {name!r}")
+    parameters = function.get("parameters", {"type": "object", "properties": {}})
+    if not isinstance(parameters, Mapping) or parameters.get("type", "object") != "object":
+        raise contract_error(
+            f"{where}.function.parameters", f"Invalid schema for function '{name}': must be an object schema"
+        )
+    description = function.get("description", "")
+    return ToolSpec(name, description if isinstance(description, str) else "", parameters)
+
+
+def request_from_wire(body: Any) -> ModelRequest:
+    """A Chat Completions request body as a `ModelRequest`, checked as the API checks it, pairing included."""
+    if not isinstance(body, Mapping):
+        raise contract_error("body", "must be a JSON object")
+    messages = messages_from_wire(body.get("messages"))
+    validate_pairing(messages)
+    return ModelRequest(messages, tools_from_wire(body.get("tools")))
+
+
+def messages_from_wire(raw_messages: Any) -> list[ChatMessage]:
+    """A request's `messages` as `ChatMessage`s, pairing unchecked; `MessageContractError` if malformed."""
+    if not isinstance(raw_messages, list) or not raw_messages:
+        raise contract_error("messages", "must be a non-empty array")
+    return [message_from_wire(raw, f"messages[{index}]") for index, raw in enumerate(raw_messages)]
+
+
+def tools_from_wire(raw_tools: Any) -> tuple[ToolSpec, ...]:
+    """A request's `tools` as `ToolSpec`s; `MessageContractError` when they are not function tools."""
+    if raw_tools is None:
+        return ()
+    if not isinstance(raw_tools, list):
+        raise contract_error("tools", "must be an array")
+    return tuple(_tool_spec_from_wire(raw, f"tools[{index}]") for index, raw in enumerate(raw_tools))

@@ -1,0 +1,138 @@
+"""The Responses API's items to and from the core: reasoning, message and function call items as the API
+returns them and takes them back, and an assistant turn assembled from them; shared by the client, the
+reading of requests and the server."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from sim.core.errors import ModelReplyError
+from sim.core.messages import (
+    AssistantMessage,
+    ChatMessage,
+    Reasoning,
+    SystemMessage,
+    TextItem,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from sim.wire.chat.client import well_formed
+
+
+def reasoning_to_wire(reasoning: Reasoning) -> dict[str, Any]:
+    """A reasoning item as the API returned it (and takes it back)."""
+    item: dict[str, Any] = {"type": "reasoning"}
+    if reasoning.id is not None:
+        item["id"] = reasoning.id
+    item["summary"] = [{"type": "summary_text", "text": text} for text in reasoning.summary]
+    if reasoning.content:
+        item["content"] = [{"type": "reasoning_text", "text": text} for text in reasoning.content]
+    if reasoning.encrypted_content is not None:
+        item["encrypted_content"] = reasoning.encrypted_content
+    return item
+
+
+def text_item_to_wire(item: TextItem) -> dict[str, Any]:
+    """A message item of a reply as the API returned it (and takes it back): with its id and phase."""
+    wire: dict[str, Any] = {"type": "message", "role": "assistant"}
+    if item.id is not None:
+        wire["id"] = item.id
+        wire["status"] = "completed"
+    wire["content"] = [{"type": "output_text", "text": item.text, "annotations": [], "logprobs": []}]
+    if item.phase is not None:
+        wire["phase"] = item.phase
+    return wire
+
+
+def assistant_turn(
+    parts: Sequence[Reasoning | TextItem], calls: Sequence[ToolCall] = (), *, content: str | None = None
+) -> AssistantMessage:
+    """An assistant turn from its reasoning and text items in order (and its calls): `content` joins the
+    texts unless given; the items are kept where sending back `content` and `reasoning` would lose
+    something (an id or phase, several texts, reasoning after text, reasoning content kept in order)."""
+    texts = [part.text for part in parts if isinstance(part, TextItem)]
+    reasoning = tuple(part for part in parts if isinstance(part, Reasoning))
+    if content is None and texts:
+        content = "\n\n".join(texts)
+    first_text = next((n for n, part in enumerate(parts) if isinstance(part, TextItem)), len(parts))
+    ordered = (
+        len(texts) > 1
+        or any(isinstance(part, TextItem) and (part.id or part.phase) for part in parts)
+        or any(isinstance(part, Reasoning) for part in parts[first_text:])
+    )
+    return AssistantMessage(
+        content=content, tool_calls=tuple(calls), reasoning=reasoning, items=tuple(parts) if ordered else ()
+    )
+
+
+def call_to_wire(call: ToolCall) -> dict[str, Any]:
+    """A tool call as a `function_call` input item."""
+    return {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": call.arguments}
+
+
+def message_to_items(message: ChatMessage) -> list[dict[str, Any]]:
+    """One message as the input items the API takes (an assistant turn may be several)."""
+    if isinstance(message, SystemMessage):
+        return [{"role": "developer", "content": message.content}]
+    if isinstance(message, UserMessage):
+        return [{"role": "user", "content": message.content}]
+    if isinstance(message, ToolMessage):
+        return [{"type": "function_call_output", "call_id": message.tool_call_id, "output": message.content}]
+    if message.items:
+        items = [
+            reasoning_to_wire(part) if isinstance(part, Reasoning) else text_item_to_wire(part)
+            for part in message.items
+        ]
+    else:
+        items = [reasoning_to_wire(reasoning) for reasoning in message.reasoning]
+        if message.content is not None:
+            items.append({"role": "assistant", "content": message.content})
+    return items + [call_to_wire(call) for call in message.tool_calls]
+
+
+def reply_error(message: str) -> ModelReplyError:
+    """A reply the loop cannot take, as the error that says why."""
+    return ModelReplyError(message)
+
+
+def text_item_from_wire(item: Mapping[str, Any], text: str) -> TextItem:
+    """A `message` item's text as a `TextItem`, with the item's id and phase when it has them."""
+    item_id, phase = item.get("id"), item.get("phase")
+    return TextItem(
+        text=well_formed(text),
+        id=item_id if isinstance(item_id, str) else None,
+        phase=phase if isinstance(phase, str) else None,
+    )
+
+
+def function_call_from_wire(item: Mapping[str, Any]) -> ToolCall:
+    """A `function_call` item as a `ToolCall`, checked; its arguments `well_formed`."""
+    call_id, name, arguments = item.get("call_id"), item.get("name"), item.get("arguments")
+    if not (isinstance(call_id, str) and call_id and isinstance(name, str) and name):
+        raise reply_error("function_call call_id and name must be non-empty strings")
+    if not isinstance(arguments, str):
+        raise reply_error("function_call arguments must be a string")
+    return ToolCall(id=call_id, name=name, arguments=well_formed(arguments))
+
+
+def reasoning_from_wire(item: Mapping[str, Any]) -> Reasoning:
+    """A `reasoning` item as core `Reasoning`."""
+    summary = item.get("summary") or []
+    if not isinstance(summary, list):
+        raise reply_error("reasoning summary must be a list")
+    texts = tuple(str(part.get("text", "")) for part in summary if isinstance(part, Mapping))
+    content = item.get("content") or []
+    shown = (
+        tuple(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
+        if isinstance(content, list)
+        else ()
+    )
+    item_id, encrypted = item.get("id"), item.get("encrypted_content")
+    return Reasoning(
+        id=item_id if isinstance(item_id, str) else None,
+        encrypted_content=encrypted if isinstance(encrypted, str) else None,
+        summary=texts,
+        content=shown,
+    )

@@ -1,0 +1,131 @@
+"""Responses API request bodies read as the API reads them: `instructions` and `input` items as core
+messages (consecutive assistant items one turn) and flat `tools` as tool specs, each checked
+(`MessageContractError` where the API, or sim, refuses them)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sim.core.errors import MessageContractError, ModelReplyError
+from sim.core.messages import (
+    ChatMessage,
+    Reasoning,
+    SystemMessage,
+    TextItem,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
+from sim.core.model import ToolSpec
+from sim.wire.chat.reading import content_text
+from sim.wire.responses.items import (
+    assistant_turn,
+    function_call_from_wire,
+    reasoning_from_wire,
+    text_item_from_wire,
+)
+
+
+def _bad(where: str, what: str) -> MessageContractError:
+    return MessageContractError(f"{where}: {what}")
+
+
+def messages_from_items(items: Any) -> list[ChatMessage]:
+    """Input items as messages: consecutive assistant items (text, reasoning, function calls) are one
+    assistant turn. Pairing is not checked here; `MessageContractError` when an item is malformed."""
+    if isinstance(items, str):
+        return [UserMessage(content=items)]
+    if not isinstance(items, list):
+        raise _bad("input", "must be a string or an array of input items")
+    messages: list[ChatMessage] = []
+    parts: list[Reasoning | TextItem] = []
+    calls: list[ToolCall] = []
+    open_turn = False
+
+    def close() -> None:
+        nonlocal open_turn
+        if open_turn:
+            messages.append(assistant_turn(parts, calls))
+            parts.clear()
+            calls.clear()
+            open_turn = False
+
+    for index, item in enumerate(items):
+        where = f"input[{index}]"
+        if not isinstance(item, Mapping):
+            raise _bad(where, "each input item must be an object")
+        kind = item.get("type", "message")
+        if kind == "message":
+            role = item.get("role")
+            text = content_text(item.get("content"), f"{where}.content")
+            if role == "assistant":
+                parts.append(text_item_from_wire(item, text))
+                open_turn = True
+                continue
+            close()
+            if role in ("system", "developer"):
+                messages.append(SystemMessage(content=text))
+            elif role == "user":
+                messages.append(UserMessage(content=text))
+            else:
+                raise _bad(f"{where}.role", f"unsupported role {role!r}")
+        elif kind == "function_call":
+            try:
+                call = function_call_from_wire(item)
+            except ModelReplyError as error:
+                raise _bad(where, str(error)) from None
+            calls.append(call)
+            open_turn = True
+        elif kind == "reasoning":
+            try:
+                parts.append(reasoning_from_wire(item))
+            except ModelReplyError as error:
+                raise _bad(where, str(error)) from None
+            open_turn = True
+        elif kind == "function_call_output":
+            close()
+            call_id = item.get("call_id")
+            if not isinstance(call_id, str) or not call_id:
+                raise _bad(f"{where}.call_id", "a function_call_output must answer a call_id")
+            messages.append(
+                ToolMessage(tool_call_id=call_id, content=content_text(item.get("output"), where))
+            )
+        else:
+            raise _bad(f"{where}.type", f"sim does not simulate input items of type {kind!r}")
+    close()
+    return messages
+
+
+def instructions_from_wire(body: Mapping[str, Any]) -> SystemMessage | None:
+    """A request's `instructions` as its system message (an empty string too: the request says it)."""
+    instructions = body.get("instructions")
+    return SystemMessage(content=instructions) if isinstance(instructions, str) else None
+
+
+def tools_from_wire(raw_tools: Any) -> tuple[ToolSpec, ...]:
+    """A request's flat function `tools`; Chat-shaped tools (`tools[0].function`) and built-in tools are
+    refused as the API (or sim, which cannot run them) refuses them."""
+    if raw_tools is None:
+        return ()
+    if not isinstance(raw_tools, list):
+        raise _bad("tools", "must be an array")
+    specs = []
+    for index, raw in enumerate(raw_tools):
+        where = f"tools[{index}]"
+        if not isinstance(raw, Mapping):
+            raise _bad(where, "each tool must be an object")
+        if raw.get("type") != "function":
+            raise _bad(f"{where}.type", f"sim does not simulate built-in tools ({raw.get('type')!r})")
+        name = raw.get("name")
+        if not isinstance(name, str) or not name:
+            hint = " (tools here are flat: {type, name, parameters}, not Chat's {function: {...}})"
+            raise _bad(f"{where}.name", "Missing required parameter" + (hint if "function" in raw else ""))
+        parameters = raw.get("parameters") or {"type": "object", "properties": {}}
+        if not isinstance(parameters, Mapping) or parameters.get("type", "object") != "object":
+            raise _bad(
+                f"{where}.parameters", f"Invalid schema for function '{name}': must be an object schema"
+            )
+        description = raw.get("description")
+        specs.append(ToolSpec(name, description if isinstance(description, str) else "", parameters))
+    return tuple(specs)
