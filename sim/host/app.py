@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import AsyncIterable, AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any, Generic, TypeVar
 
@@ -49,7 +49,9 @@ from sim.wire.requests import Asked, Refused, WireProtocol
 
 __all__ = ["Host", "api_error", "refusal"]
 
-_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+_METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
+_POST = frozenset({"POST"})
+_GET = frozenset({"GET", "HEAD"})
 _NOT_SENT = 499
 """The status the access log gives an answer cut off before its head was sent (nginx's "client gone")."""
 
@@ -151,42 +153,78 @@ class Host(Generic[A]):
         """Requests handed to the answerer."""
         self.received_by: Counter[str] = Counter()
         """Requests received per API (`chat`, `responses`)."""
-        if every_path:
-            routes = [Route("/{path:path}", self._any, methods=_METHODS)]
-        else:
-            routes = [
-                *(Route(path, self._api, methods=["POST"]) for path in self.paths),
-                *(Route(path, self._models, methods=["GET"]) for path in models.PATHS),
-            ]
-        self.app = Starlette(routes=routes, exception_handlers={HTTPException: self._not_served})
+        self.every_path = every_path
+        """Every request, whatever its path and method, goes to the answerer."""
+        self.routes: dict[str, tuple[frozenset[str], Callable[..., Awaitable[Response]]]] = {
+            **dict.fromkeys(self.paths, (_POST, self._api)),
+            **dict.fromkeys(models.PATHS, (_GET, self._models)),
+        }
+        """What serves each path, and the methods it takes (without `every_path`)."""
+        every_method = [*_METHODS, "TRACE", "CONNECT"]  # any other comes to `_unrouted`
+        routes = [Route("/{path:path}", self._asgi, methods=every_method)]
+        self.app = Starlette(routes=routes, exception_handlers={HTTPException: self._unrouted})
+        """The ASGI app: each request's body read once, and answered by `respond`."""
 
-    async def _not_served(self, request: Request, error: Exception) -> Response:
+    async def respond(
+        self, method: str, path: str, query: str, headers: Mapping[str, str], body: bytes
+    ) -> Response:
+        """The response to one request given as plain values (`path` decoded, `query` as sent, `headers` with
+        names lower-cased and repeated ones kept); the ASGI app and the in-process transport both answer
+        through it."""
+        if self.every_path:
+            if method not in _METHODS:
+                return self._not_served(405, method, path)
+            return await self._serve(method, path, query, headers, body, self.protocols.get(path))
+        route = self.routes.get(path)
+        if route is None:
+            return self._not_served(404, method, path)
+        methods, serve = route
+        if method not in methods:
+            return self._not_served(405, method, path)
+        return await serve(method, path, query, headers, body)
+
+    async def _asgi(self, request: Request) -> Response:
+        scope = request.scope
+        query = scope["query_string"].decode("latin-1")
+        return await self.respond(request.method, scope["path"], query, request.headers, await request.body())
+
+    async def _unrouted(self, request: Request, error: Exception) -> Response:
         status = error.status_code if isinstance(error, HTTPException) else 500
+        return self._not_served(status, request.method, request.scope["path"])
+
+    def _not_served(self, status: int, method: str, path: str) -> Response:
         served = ", ".join([*(f"POST {path}" for path in self.paths), f"GET {models.PATHS[0]}"])
-        message = f"sim does not serve {request.method} {request.url.path}; it serves {served}"
+        message = f"sim does not serve {method} {path}; it serves {served}"
         return api_error(status, message, code="not_found" if status == 404 else None)
 
-    async def _models(self, request: Request) -> Response:
+    async def _models(self, *request: object) -> Response:
         return JSONResponse(models.model_list(self.model))
 
-    async def _api(self, request: Request) -> Response:
-        return await self._serve(request, self.protocols[request.scope["path"]])
+    async def _api(
+        self, method: str, path: str, query: str, headers: Mapping[str, str], body: bytes
+    ) -> Response:
+        return await self._serve(method, path, query, headers, body, self.protocols[path])
 
-    async def _any(self, request: Request) -> Response:
-        return await self._serve(request, self.protocols.get(request.scope["path"]))
-
-    async def _serve(self, request: Request, protocol: WireProtocol | None) -> Response:
+    async def _serve(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: Mapping[str, str],
+        body: bytes,
+        protocol: WireProtocol | None,
+    ) -> Response:
         """The answer to one request; the first answer after which the answerer is finished says so."""
         self.received += 1
         if protocol is not None:
             self.received_by[protocol.name] += 1
         received = Received(
             self.received,
-            request.method,
-            request.scope["path"],  # not `request.url`: building it costs more than the rest of the request
-            request.scope["query_string"].decode("latin-1"),
-            request.headers,
-            await request.body(),
+            method,
+            path,
+            query,
+            headers,
+            body,
             None if protocol is None else protocol.name,
             None if protocol is None else partial(parse, protocol),
         )
