@@ -17,7 +17,7 @@ from sim.core.problems import Problem, ProblemKind
 from sim.host.access_log import Answered
 from sim.host.answers import Answer, ApiError, ModelAnswer, RawReply, Received, Refusal
 from sim.host.app import Host
-from sim.host.transport import transport
+from sim.host.transport import InProcess, transport
 from sim.wire.requests import Asked
 
 CHAT = {"model": "m", "messages": [{"role": "user", "content": "p"}]}
@@ -226,3 +226,113 @@ def test_the_access_log_hears_each_answer_and_on_finished_fires_once() -> None:
         ("chat", 3, 400, "late: Late."),
     ]
     assert fired == [1]
+
+
+def served(host: Host[Any], method: str, path: str, body: bytes | None) -> httpx2.Response:
+    """One request answered through the host's ASGI app."""
+
+    async def run() -> httpx2.Response:
+        asgi = httpx2.ASGITransport(app=host.app)
+        async with httpx2.AsyncClient(transport=asgi, base_url="http://sim.test") as client:
+            return await client.request(method, path, content=body)
+
+    return asyncio.run(run())
+
+
+def in_process(host: Host[Any], method: str, path: str, body: bytes | None) -> httpx2.Response:
+    """One request answered through the in-process transport."""
+
+    async def run() -> httpx2.Response:
+        async with httpx2.AsyncClient(transport=transport(host), base_url="http://sim.test") as client:
+            return await client.request(method, path, content=body)
+
+    return asyncio.run(run())
+
+
+def _answers() -> list[Answer]:
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b"data: one\n\n"
+        yield b"data: two\n\n"
+
+    return [
+        reply("hello"),
+        reply("hello"),
+        ApiError(503, "Busy.", type="api_error", code="busy", headers=(("retry-after", "2"),)),
+        RawReply(418, (("set-cookie", "a=1"), ("set-cookie", "b=2"), ("content-type", "text/plain")), b"tea"),
+        RawReply(200, (("content-type", "text/event-stream"),), chunks()),
+        ModelAnswer(reply("hello").reply, cut_after_chunks=1),
+        ModelAnswer(reply("hello").reply, malformed=True),
+    ]
+
+
+STREAMED = json.dumps({**CHAT, "stream": True}).encode()
+REQUESTS: list[tuple[str, str, bytes | None, bool]] = [
+    ("POST", "/v1/chat/completions", json.dumps(CHAT).encode(), False),
+    ("POST", "/v1/chat/completions", STREAMED, False),
+    ("POST", "/v1/responses", b'{"model": "m", "input": "p"}', False),
+    ("POST", "/v1/chat/completions", b"{}", False),
+    ("POST", "/v1/chat/completions", STREAMED, False),
+    ("POST", "/v1/chat/completions", STREAMED, False),
+    ("POST", "/v1/chat/completions", b"{not json", False),
+    ("GET", "/v1/models", None, False),
+    ("HEAD", "/v1/models", None, False),
+    ("GET", "/v1/nothing", None, False),
+    ("GET", "/v1/chat/completions", None, False),
+    ("DELETE", "/v1/models", None, False),
+    ("HEAD", "/v1/anything", None, True),
+    ("OPTIONS", "/v1/anything", None, True),
+    ("TRACE", "/v1/anything", None, True),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "every_path"), REQUESTS)
+def test_the_in_process_transport_answers_as_the_served_app(
+    method: str, path: str, body: bytes | None, every_path: bool
+) -> None:
+    def through(send_one: Callable[..., httpx2.Response]) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+        answers = _answers()
+        told: list[Answered] = []
+        answerer = Fixed(lambda request: answers[(REQUESTS.index((method, path, body, every_path))) % 7])
+        host = Host(answerer, every_path=every_path, on_answered=told.append)
+        response = send_one(host, method, path, body)
+        return response.status_code, response.headers.raw, response.content + repr(told).encode()
+
+    assert through(in_process) == through(served)
+
+
+def test_the_in_process_transport_runs_on_finished_after_the_body_and_raises_or_sends_a_500() -> None:
+    events: list[str] = []
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b"data: one\n\n"
+        events.append("body sent")
+
+    host = Host(
+        Fixed(lambda request: RawReply(200, (), chunks()), finish_after=1),
+        every_path=True,
+        on_finished=lambda: events.append("finished"),
+    )
+    assert in_process(host, "POST", "/v1/chat/completions", b"{}").content == b"data: one\n\n"
+    assert events == ["body sent", "finished"]
+
+    def broken(request: Received) -> Answer:
+        raise RuntimeError("broke")
+
+    with pytest.raises(RuntimeError, match="broke"):
+        in_process(Host(Fixed(broken)), "POST", "/v1/chat/completions", b"{}")
+
+    async def quiet() -> tuple[httpx2.Response, httpx2.Response]:
+        results = []
+        for through in (
+            InProcess(Host(Fixed(broken)), raise_app_exceptions=False),
+            httpx2.ASGITransport(app=Host(Fixed(broken)).app, raise_app_exceptions=False),
+        ):
+            async with httpx2.AsyncClient(transport=through, base_url="http://sim.test") as client:
+                results.append(await client.post("/v1/chat/completions", content=b"{}"))
+        return results[0], results[1]
+
+    mine, theirs = asyncio.run(quiet())
+    assert (mine.status_code, mine.headers.raw, mine.content) == (
+        theirs.status_code, theirs.headers.raw, theirs.content
+    )  # fmt: skip
+    assert mine.status_code == 500
