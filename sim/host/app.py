@@ -1,5 +1,5 @@
-"""The one HTTP host: an ASGI app (`Host.app`) that hands each request to an answerer and writes its answer
-back as the API does.
+"""The one HTTP host: `Host.respond` hands a request, given as plain values, to an answerer and writes its
+answer back as the API does; its ASGI app (`Host.app`) and the in-process transport both call it.
 
 It routes the APIs' paths (`POST /v1/chat/completions`, `POST /v1/responses`, and the same without `/v1`)
 and `GET /v1/models` (the model it is told), and answers any other path with a JSON 404 naming what it
@@ -193,7 +193,7 @@ class Host(Generic[A]):
         return self._not_served(status, request.method, request.scope["path"])
 
     def _not_served(self, status: int, method: str, path: str) -> Response:
-        served = ", ".join([*(f"POST {path}" for path in self.paths), f"GET {models.PATHS[0]}"])
+        served = ", ".join([*(f"POST {api_path}" for api_path in self.paths), f"GET {models.PATHS[0]}"])
         message = f"sim does not serve {method} {path}; it serves {served}"
         return api_error(status, message, code="not_found" if status == 404 else None)
 
