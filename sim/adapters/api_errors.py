@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping
 
 from sim.core.errors import ModelAPIError, ModelReplyError
-from sim.wire.chat.client import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON
+from sim.wire.replies import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON
 
 
 def status_error(

@@ -18,7 +18,7 @@ from sim import ModelAPIError, ModelRequest, SystemMessage, UserMessage
 from sim.adapters.openai_chat import OpenAIChatModel
 from sim.core.errors import ModelReplyError
 from sim.core.problems import ProblemKind
-from sim.wire.chat.client import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON, STREAM_ENDED_EARLY
+from sim.wire.replies import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON, STREAM_ENDED_EARLY
 from tests.host.in_process import bundled, messages, post, simulator, talk
 
 SYSTEM = {"role": "system", "content": "You are a coding agent."}

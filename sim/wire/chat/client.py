@@ -19,13 +19,11 @@ from sim.core.messages import (
 )
 from sim.core.model import FinishReason, ModelReply, ModelRequest, ToolSpec, Usage
 from sim.wire.body_bytes import EncodedTools, GrowingItems, assemble, dumps
+from sim.wire.replies import STREAM_ENDED_EARLY, checked_call, well_formed
 
 REPLY_LIMIT = "max_completion_tokens"
 """The request field that caps a reply's tokens."""
 FINISH_REASONS: frozenset[str] = frozenset({"stop", "tool_calls", "length", "content_filter"})
-STREAM_ENDED_EARLY = "Stream ended without a finish reason"
-REPLY_NOT_JSON = "Reply body is not JSON"
-STREAM_CHUNK_NOT_JSON = "Stream chunk is not JSON"
 
 
 def message_to_wire(message: ChatMessage) -> dict[str, Any]:
@@ -85,22 +83,17 @@ class RequestEncoder:
         return assemble(fields, "messages", self._encoded.joined(), self._tools.of(request.tools))
 
 
-def reply_error(message: str) -> ModelReplyError:
-    """A reply the loop cannot take, as the error that says why."""
-    return ModelReplyError(message)
-
-
 def reply_from_wire(completion: Any) -> ModelReply:
     """A `chat.completion` body as a `ModelReply`, after every check the loop relies on."""
     if not isinstance(completion, Mapping):
-        raise reply_error("Reply must be a JSON object")
+        raise ModelReplyError("Reply must be a JSON object")
     choices = completion.get("choices")
     if not isinstance(choices, list) or len(choices) != 1:
         count = len(choices) if isinstance(choices, list) else 0
-        raise reply_error(f"Reply must have exactly one choice, got {count}")
+        raise ModelReplyError(f"Reply must have exactly one choice, got {count}")
     choice = choices[0]
     if not isinstance(choice, Mapping):
-        raise reply_error("Reply choice must be a JSON object")
+        raise ModelReplyError("Reply choice must be a JSON object")
     finish_reason = finish_reason_from_wire(choice.get("finish_reason"))
     raw_message = choice.get("message")
     if raw_message is None and finish_reason == "content_filter":
@@ -115,37 +108,26 @@ def reply_from_wire(completion: Any) -> ModelReply:
 def finish_reason_from_wire(value: Any) -> FinishReason:
     """A choice's `finish_reason`, checked: one the loop knows (never the legacy `function_call`)."""
     if value == "function_call":
-        raise reply_error("Legacy function_call finish reason")
+        raise ModelReplyError("Legacy function_call finish reason")
     if value not in FINISH_REASONS:
-        raise reply_error(f"Unsupported finish_reason: {value}")
+        raise ModelReplyError(f"Unsupported finish_reason: {value}")
     return value  # type: ignore[no-any-return]
-
-
-def well_formed(text: str) -> str:
-    """`text` as UTF-8 can carry it: a surrogate pair split across stream chunks (each chunk's JSON
-    escape decoded alone) joined again, and a lone surrogate replaced by U+FFFD, so that the next request
-    can be encoded."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return text
 
 
 def _assistant_message(raw: Any) -> AssistantMessage:
     if not isinstance(raw, Mapping):
-        raise reply_error("Reply message must be a JSON object")
+        raise ModelReplyError("Reply message must be a JSON object")
     if raw.get("role") != "assistant":
-        raise reply_error("role must be assistant")
+        raise ModelReplyError("role must be assistant")
     content = raw.get("content")
     if content is not None and not isinstance(content, str):
-        raise reply_error("content must be a string or null")
+        raise ModelReplyError("content must be a string or null")
     refusal = raw.get("refusal")
     if content is None and isinstance(refusal, str):
         content = refusal
     raw_calls = raw.get("tool_calls") or []
     if not isinstance(raw_calls, list):
-        raise reply_error("tool_calls must be a list")
+        raise ModelReplyError("tool_calls must be a list")
     text = None if content is None else well_formed(content)
     return AssistantMessage(content=text, tool_calls=tuple(tool_call_from_wire(c) for c in raw_calls))
 
@@ -153,18 +135,14 @@ def _assistant_message(raw: Any) -> AssistantMessage:
 def tool_call_from_wire(raw: Any) -> ToolCall:
     """One of a message's `tool_calls` as a `ToolCall`, checked; its arguments `well_formed`."""
     if not isinstance(raw, Mapping):
-        raise reply_error("tool call must be a JSON object")
+        raise ModelReplyError("tool call must be a JSON object")
     if raw.get("type", "function") != "function":
-        raise reply_error(f"Unsupported tool call type: {raw.get('type')}")
+        raise ModelReplyError(f"Unsupported tool call type: {raw.get('type')}")
     function = raw.get("function")
     if not isinstance(function, Mapping):
-        raise reply_error("tool call must have a function")
+        raise ModelReplyError("tool call must have a function")
     call_id, name, arguments = raw.get("id"), function.get("name"), function.get("arguments")
-    if not (isinstance(call_id, str) and call_id and isinstance(name, str) and name):
-        raise reply_error("tool call id and function name must be non-empty strings")
-    if not isinstance(arguments, str):
-        raise reply_error("tool call arguments must be a string")
-    return ToolCall(id=call_id, name=name, arguments=well_formed(arguments))
+    return checked_call(call_id, name, arguments, "tool call id and function name", "tool call arguments")
 
 
 def _usage(raw: Any) -> Usage | None:
@@ -172,7 +150,7 @@ def _usage(raw: Any) -> Usage | None:
         return None
     counts = {key: raw.get(key, 0) for key in ("prompt_tokens", "completion_tokens", "total_tokens")}
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts.values()):
-        raise reply_error("usage counts must be non-negative integers")
+        raise ModelReplyError("usage counts must be non-negative integers")
     return Usage(**counts)
 
 
@@ -195,12 +173,12 @@ class StreamAssembler:
     def feed(self, chunk: Any) -> None:
         """Add one chunk."""
         if not isinstance(chunk, Mapping):
-            raise reply_error("Stream chunk must be a JSON object")
+            raise ModelReplyError("Stream chunk must be a JSON object")
         if chunk.get("usage") is not None:
             self._usage = chunk["usage"]
         for choice in chunk.get("choices") or []:
             if choice.get("index", 0) != 0:
-                raise reply_error("Reply must have exactly one choice, got more in the stream")
+                raise ModelReplyError("Reply must have exactly one choice, got more in the stream")
             delta = choice.get("delta") or {}
             self._role = delta.get("role") or self._role
             if isinstance(delta.get("content"), str):
@@ -227,7 +205,7 @@ class StreamAssembler:
     def completion(self) -> dict[str, Any]:
         """The assembled `chat.completion`; `ModelReplyError` when the stream never said how it finished."""
         if self._finish_reason is None:
-            raise reply_error(STREAM_ENDED_EARLY)
+            raise ModelReplyError(STREAM_ENDED_EARLY)
         message: dict[str, Any] = {
             "role": self._role or "assistant",
             "content": "".join(self._content) if self._content else None,

@@ -18,17 +18,14 @@ from sim.core.messages import (
 )
 from sim.core.model import ModelReply, ModelRequest
 from sim.wire.chat import CONVERSATION
-from sim.wire.chat.client import (
-    finish_reason_from_wire,
-    reply_error,
-    well_formed,
-)
+from sim.wire.chat.client import finish_reason_from_wire
 from sim.wire.chat.protocol import ChatProtocol, estimate_usage
 from sim.wire.chat.reading import (
     contract_error,
     message_from_wire,
     tools_from_wire,
 )
+from sim.wire.replies import well_formed
 from sim.wire.requests import (
     Asked,
     Refused,
@@ -166,9 +163,9 @@ def _call_as_read(call: ToolCall) -> ToolCall:
     """`call` as `tool_call_from_wire` reads it back from `message_to_wire`'s shape."""
     call_id, name, arguments = call.id, call.name, call.arguments
     if not (isinstance(call_id, str) and call_id and isinstance(name, str) and name):
-        raise reply_error("tool call id and function name must be non-empty strings")
+        raise ModelReplyError("tool call id and function name must be non-empty strings")
     if not isinstance(arguments, str):
-        raise reply_error("tool call arguments must be a string")
+        raise ModelReplyError("tool call arguments must be a string")
     read = well_formed(arguments)
     if read is arguments:
         return call

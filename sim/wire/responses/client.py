@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sim.core.errors import ModelAPIError
+from sim.core.errors import ModelAPIError, ModelReplyError
 from sim.core.messages import (
     AssistantMessage,
     ChatMessage,
@@ -19,13 +19,12 @@ from sim.core.messages import (
 )
 from sim.core.model import FinishReason, ModelReply, ModelRequest, ToolSpec, Usage
 from sim.wire.body_bytes import EncodedTools, GrowingItems, assemble, dumps
-from sim.wire.chat.client import STREAM_ENDED_EARLY, well_formed
+from sim.wire.replies import STREAM_ENDED_EARLY, well_formed
 from sim.wire.responses.items import (
     assistant_turn,
     function_call_from_wire,
     message_to_items,
     reasoning_from_wire,
-    reply_error,
     text_item_from_wire,
 )
 
@@ -109,7 +108,7 @@ def reply_from_wire(response: Any) -> ModelReply:
     """A `response` object as a `ModelReply`, after every check the loop relies on; `status: failed` is a
     `ModelAPIError`."""
     if not isinstance(response, Mapping):
-        raise reply_error("Reply must be a JSON object")
+        raise ModelReplyError("Reply must be a JSON object")
     status = response.get("status")
     if status == "failed":
         raise _failure(response.get("error"))
@@ -118,13 +117,13 @@ def reply_from_wire(response: Any) -> ModelReply:
         details = response.get("incomplete_details")
         reason = details.get("reason") if isinstance(details, Mapping) else None
         if reason not in INCOMPLETE_REASONS:
-            raise reply_error(f"Unsupported incomplete reason: {reason}")
+            raise ModelReplyError(f"Unsupported incomplete reason: {reason}")
         finish = INCOMPLETE_REASONS[reason]
     elif status != "completed":
-        raise reply_error(f"Unsupported response status: {status}")
+        raise ModelReplyError(f"Unsupported response status: {status}")
     output = response.get("output")
     if not isinstance(output, list):
-        raise reply_error("Reply output must be a list")
+        raise ModelReplyError("Reply output must be a list")
     message = _assistant_message(output)
     finish = finish or ("tool_calls" if message.tool_calls else "stop")
     return ModelReply(message=message, finish_reason=finish, usage=_usage(response.get("usage")))
@@ -137,11 +136,11 @@ def _assistant_message(output: list[Any]) -> AssistantMessage:
     parts: list[Reasoning | TextItem] = []
     for item in output:
         if not isinstance(item, Mapping):
-            raise reply_error("Reply output items must be JSON objects")
+            raise ModelReplyError("Reply output items must be JSON objects")
         kind = item.get("type")
         if kind == "message":
             if item.get("role", "assistant") != "assistant":
-                raise reply_error("role must be assistant")
+                raise ModelReplyError("role must be assistant")
             said: list[str] = []
             for part in item.get("content") or []:
                 _text_part(part, said, refusals)
@@ -153,7 +152,7 @@ def _assistant_message(output: list[Any]) -> AssistantMessage:
         elif kind == "reasoning":
             parts.append(reasoning_from_wire(item))
         else:
-            raise reply_error(f"Unsupported output item type: {kind}")
+            raise ModelReplyError(f"Unsupported output item type: {kind}")
     content = "\n\n".join(texts) if texts else ("".join(refusals) if refusals else None)
     if refusals:  # a refusal is not sent back as a message item: the items say only what texts do
         parts = [part for part in parts if isinstance(part, Reasoning)]
@@ -162,23 +161,23 @@ def _assistant_message(output: list[Any]) -> AssistantMessage:
 
 def _text_part(part: Any, texts: list[str], refusals: list[str]) -> None:
     if not isinstance(part, Mapping):
-        raise reply_error("Message content parts must be JSON objects")
+        raise ModelReplyError("Message content parts must be JSON objects")
     if part.get("type") == "output_text" and isinstance(part.get("text"), str):
         texts.append(part["text"])
     elif part.get("type") == "refusal" and isinstance(part.get("refusal"), str):
         refusals.append(part["refusal"])
     else:
-        raise reply_error(f"Unsupported message content part: {part.get('type')}")
+        raise ModelReplyError(f"Unsupported message content part: {part.get('type')}")
 
 
 def _usage(raw: Any) -> Usage | None:
     if raw is None:
         return None
     if not isinstance(raw, Mapping):
-        raise reply_error("usage must be a JSON object")
+        raise ModelReplyError("usage must be a JSON object")
     counts = [raw.get(key, 0) for key in ("input_tokens", "output_tokens", "total_tokens")]
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in counts):
-        raise reply_error("usage counts must be non-negative integers")
+        raise ModelReplyError("usage counts must be non-negative integers")
     return Usage(prompt_tokens=counts[0], completion_tokens=counts[1], total_tokens=counts[2])
 
 
@@ -205,7 +204,7 @@ def reply_from_events(events: Sequence[Any]) -> ModelReply:
     done_items: dict[int, Any] = {}
     for event in events:
         if not isinstance(event, Mapping):
-            raise reply_error("Stream event must be a JSON object")
+            raise ModelReplyError("Stream event must be a JSON object")
         kind = event.get("type")
         if kind == "error":
             raise _failure(event.get("error", event))
@@ -219,4 +218,4 @@ def reply_from_events(events: Sequence[Any]) -> ModelReply:
             if isinstance(response, Mapping) and not response.get("output") and done_items:
                 response = {**response, "output": [item for _, item in sorted(done_items.items())]}
             return reply_from_wire(response)
-    raise reply_error(STREAM_ENDED_EARLY)
+    raise ModelReplyError(STREAM_ENDED_EARLY)

@@ -18,7 +18,7 @@ from sim.core.messages import (
     ToolMessage,
     UserMessage,
 )
-from sim.wire.chat.client import well_formed
+from sim.wire.replies import checked_call, well_formed
 
 
 def reasoning_to_wire(reasoning: Reasoning) -> dict[str, Any]:
@@ -92,11 +92,6 @@ def message_to_items(message: ChatMessage) -> list[dict[str, Any]]:
     return items + [call_to_wire(call) for call in message.tool_calls]
 
 
-def reply_error(message: str) -> ModelReplyError:
-    """A reply the loop cannot take, as the error that says why."""
-    return ModelReplyError(message)
-
-
 def text_item_from_wire(item: Mapping[str, Any], text: str) -> TextItem:
     """A `message` item's text as a `TextItem`, with the item's id and phase when it has them."""
     item_id, phase = item.get("id"), item.get("phase")
@@ -110,18 +105,14 @@ def text_item_from_wire(item: Mapping[str, Any], text: str) -> TextItem:
 def function_call_from_wire(item: Mapping[str, Any]) -> ToolCall:
     """A `function_call` item as a `ToolCall`, checked; its arguments `well_formed`."""
     call_id, name, arguments = item.get("call_id"), item.get("name"), item.get("arguments")
-    if not (isinstance(call_id, str) and call_id and isinstance(name, str) and name):
-        raise reply_error("function_call call_id and name must be non-empty strings")
-    if not isinstance(arguments, str):
-        raise reply_error("function_call arguments must be a string")
-    return ToolCall(id=call_id, name=name, arguments=well_formed(arguments))
+    return checked_call(call_id, name, arguments, "function_call call_id and name", "function_call arguments")
 
 
 def reasoning_from_wire(item: Mapping[str, Any]) -> Reasoning:
     """A `reasoning` item as core `Reasoning`."""
     summary = item.get("summary") or []
     if not isinstance(summary, list):
-        raise reply_error("reasoning summary must be a list")
+        raise ModelReplyError("reasoning summary must be a list")
     texts = tuple(str(part.get("text", "")) for part in summary if isinstance(part, Mapping))
     content = item.get("content") or []
     shown = (
