@@ -26,8 +26,8 @@ from sim.scenario.outline import summary
 from sim.scenario.schema import Latency, Scenario, ScriptedReplySpec
 from sim.scenario.world import scripted_reply
 from sim.wire import STORE_LIMIT_BYTES
+from sim.wire.guarantees import broken_guarantee
 from sim.wire.requests import Asked
-from sim.wire.tool_choice import contradicts_tool_choice
 
 __all__ = ["ScriptAnswerer", "scenario_host", "scripted_answer"]
 
@@ -38,9 +38,9 @@ def scripted_answer(
     spec: ScriptedReplySpec, reply: ModelReply, asked: Asked, *, index: int, latency: Latency, said: str
 ) -> tuple[Answer, list[Problem]]:
     """How scripted reply `index` (`spec`, standing for `reply`) answers `asked`, and the problems that
-    shows: the request differs from its `expect_request`, or the reply contradicts the request's
-    `tool_choice`; otherwise its error, its malformed body or the reply, at its latency. `said` is what
-    the access log says of it."""
+    shows: the request differs from its `expect_request`, or the reply breaks a guarantee the request sets
+    (`sim.wire.guarantees`: its `tool_choice`, a strict schema); otherwise its error, its malformed body
+    or the reply, at its latency. `said` is what the access log says of it."""
     number = asked.number
     if spec.expect_request is not None:
         differences = check_request(f"replies[{index}].expect_request", spec.expect_request, asked.decoded)
@@ -50,7 +50,7 @@ def scripted_answer(
             error = ApiError(400, "; ".join(differences), code="sim_expectation_failed")
             return _said_if(error, spec, said), problems
     if spec.error is None and not spec.malformed:
-        contradiction = contradicts_tool_choice(asked.body, reply)
+        contradiction = broken_guarantee(asked, reply)
         if contradiction is not None:
             message = f"request {number}: script and request disagree: {contradiction}"
             problem = Problem(ProblemKind.script_mismatch, number, message, code="sim_script_mismatch")
