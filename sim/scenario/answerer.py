@@ -50,7 +50,8 @@ def scripted_answer(
             error = ApiError(400, "; ".join(differences), code="sim_expectation_failed")
             return _said_if(error, spec, said), problems
     if spec.error is None and not spec.malformed:
-        contradiction = broken_guarantee(asked, reply)
+        refused = spec.refusal is not None
+        contradiction = broken_guarantee(asked, reply, name=f"replies[{index}]", refusal=refused)
         if contradiction is not None:
             message = f"request {number}: script and request disagree: {contradiction}"
             problem = Problem(ProblemKind.script_mismatch, number, message, code="sim_script_mismatch")

@@ -9,7 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sim.core.model import ModelReply
+from sim.core.model import InputGrammar, ModelReply
+from sim.wire.custom_tools import CUSTOM, custom_grammars
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +51,11 @@ class ToolChoiceError(ValueError):
 
 
 def _function_name(tool: Any) -> str | None:
-    """The name a `{type: function, name}` or `{type: function, function: {name}}` entry gives."""
-    if not isinstance(tool, Mapping) or tool.get("type") != "function":
+    """The name a `{type: function, name}` or `{type: function, function: {name}}` entry gives (or a custom
+    tool's: `{type: custom, name}`, `{type: custom, custom: {name}}`)."""
+    if not isinstance(tool, Mapping) or tool.get("type") not in ("function", CUSTOM):
         return None
-    function = tool.get("function")
+    function = tool.get("function", tool.get(CUSTOM))
     name = function.get("name") if isinstance(function, Mapping) else tool.get("name")
     return name if isinstance(name, str) else None
 
@@ -130,6 +132,23 @@ class ReplyTerms:
     choice: ToolChoice = ToolChoice()
     parallel: bool = True
     strict: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    text_schema: Mapping[str, Any] | None = None
+    """The schema every completed text matches (a strict `json_schema` response format), unless the reply
+    is cut at the token limit or refused."""
+    json_object: bool = False
+    """Whether every completed text is a JSON object (`json_object` mode)."""
+    text_wanted: Mapping[str, Any] | None = None
+    """The schema a non-strict `json_schema` format asks the text to match (best effort: not guaranteed)."""
+    custom: Mapping[str, InputGrammar | None] = field(default_factory=dict)
+    """Each custom tool offered, by name: the grammar its input always matches (unless the reply is cut at
+    the token limit), or None for free text."""
+    hosted: tuple[Mapping[str, Any], ...] = ()
+    """The hosted tools offered (web search, MCP servers, ...), as the request wrote them: the only ones
+    whose items a reply may hold."""
+    legacy_call_id: str | None = None
+    """Set when the request offers Chat's deprecated `functions`: its reply holds one call at most, sent as
+    a `function_call` that carries no id on the wire; this is the id sim gives it (where the reply will
+    stand in the conversation)."""
 
 
 def reply_terms(
@@ -140,7 +159,8 @@ def reply_terms(
 ) -> ReplyTerms:
     """The terms a request's body sets, its function definitions given (`unsaid`: the schema the API
     enforces for a function that leaves `strict` out, None where it enforces none)."""
-    names = [str(function.get("name")) for function in functions]
+    custom = custom_grammars(body.get("tools"))
+    names = [str(function.get("name")) for function in functions] + list(custom)
     try:
         choice = read_tool_choice(body.get("tool_choice"), names)
     except ToolChoiceError:  # refused before it is answered
@@ -151,4 +171,4 @@ def reply_terms(
         enforced = unsaid(parameters) if said is None else parameters if said is True else None
         if isinstance(enforced, Mapping):
             strict[str(function.get("name"))] = enforced
-    return ReplyTerms(choice, body.get("parallel_tool_calls") is not False, strict)
+    return ReplyTerms(choice, body.get("parallel_tool_calls") is not False, strict, custom=custom)

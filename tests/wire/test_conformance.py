@@ -167,6 +167,9 @@ def test_every_request_body_our_adapters_send_conforms(tmp_path: Path, adapter: 
         assert untolerated(schema, body) == [], body
 
 
+STRICT_OUT = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"],
+              "additionalProperties": False}  # fmt: skip
+"""A schema a strict response format takes (the API refuses a strict `{type: object}`: no properties)."""
 SPEC_VALID_REQUESTS = {
     "chat": [
         {"logprobs": True, "top_logprobs": 5},
@@ -179,7 +182,7 @@ SPEC_VALID_REQUESTS = {
          "frequency_penalty": 0.1, "presence_penalty": 0.1, "max_completion_tokens": 100,
          "reasoning_effort": "low", "verbosity": "low", "logit_bias": {"50256": -100}},
         {"response_format": {"type": "json_schema",
-                             "json_schema": {"name": "out", "schema": {"type": "object"}, "strict": True}}},
+                             "json_schema": {"name": "out", "strict": True, "schema": STRICT_OUT}}},
         {"stream": True, "stream_options": {"include_usage": True}},
         {"modalities": ["text"], "prompt_cache_retention": "24h"},
     ],
@@ -194,7 +197,7 @@ SPEC_VALID_REQUESTS = {
          "truncation": "auto", "instructions": "Be brief.", "max_tool_calls": 3, "background": False},
         {"reasoning": {"effort": "low", "summary": "auto"}, "include": ["reasoning.encrypted_content"]},
         {"text": {"verbosity": "low", "format": {"type": "json_schema", "name": "out",
-                                                 "schema": {"type": "object"}, "strict": True}}},
+                                                 "schema": STRICT_OUT, "strict": True}}},
         {"stream": True, "stream_options": {"include_obfuscation": False}},
         {"prompt_cache_retention": "24h", "input": [{"type": "message", "role": "user",
                                                      "content": [{"type": "input_text", "text": "p"}]}]},

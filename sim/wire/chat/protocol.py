@@ -10,21 +10,27 @@ from sim.wire.chat import PATHS
 from sim.wire.chat.client import (
     message_to_wire,
 )
+from sim.wire.chat.legacy import function_call_to_wire, legacy_terms
 from sim.wire.chat.reading import (
     request_from_wire,
 )
+from sim.wire.chat.refusals import refused_chat_request
+from sim.wire.chat.served import AS_IS, Serving, serving
+from sim.wire.custom_tools import custom_names
 from sim.wire.logprobs import PIECE_CHARS, pieces, text_logprobs
 from sim.wire.requests import (
     CREATED,
     Asked,
     Refused,
     parse,
+    refused_custom_format,
     refused_strict,
     refused_tool_choice,
     refused_type,
     refused_unsupported,
 )
 from sim.wire.sse import frame
+from sim.wire.text_format import chat_format, refused_chat_format, with_format
 from sim.wire.tool_choice import ReplyTerms, reply_terms
 
 
@@ -71,10 +77,12 @@ def completion_to_wire(
     usage: Usage,
     logprobs: int | None = None,
     refusal: bool = False,
+    served: Serving = AS_IS,
 ) -> dict[str, Any]:
     """A `ModelReply` as the `chat.completion` body the real API would send; `logprobs` is the number of
     `top_logprobs` asked for when the request asked for log probabilities; with `refusal`, the text is sent
-    as a refusal (`message.refusal`, the content null)."""
+    as a refusal (`message.refusal`, the content null); `served` says its finish reason, whether its call
+    is a legacy `function_call`, and its service tier."""
     text = reply.message.content
     message: dict[str, Any] = {
         "role": "assistant",
@@ -82,7 +90,9 @@ def completion_to_wire(
         "refusal": text if refusal else None,
         "annotations": [],
     }
-    if reply.message.tool_calls:
+    if reply.message.tool_calls and served.legacy:
+        message["function_call"] = function_call_to_wire(reply)
+    elif reply.message.tool_calls:
         message["tool_calls"] = message_to_wire(reply.message)["tool_calls"]
     return {
         "id": completion_id,
@@ -94,11 +104,11 @@ def completion_to_wire(
                 "index": 0,
                 "message": message,
                 "logprobs": _choice_logprobs(text, logprobs, refusal=refusal),
-                "finish_reason": reply.finish_reason,
+                "finish_reason": served.finish(reply),
             }
         ],
         "usage": _wire_usage(usage),
-        "service_tier": "default",
+        "service_tier": served.service_tier,
         "system_fingerprint": "fp_sim",
     }
 
@@ -113,12 +123,14 @@ def chunks_to_wire(
     logprobs: int | None = None,
     refusal: bool = False,
     piece_chars: int = PIECE_CHARS,
+    served: Serving = AS_IS,
 ) -> list[dict[str, Any]]:
     """A `ModelReply` as the `chat.completion.chunk`s the real API would stream: a role chunk, text pieces
     (each with its token's log probability when asked; `refusal` deltas for a refusal), tool-call deltas by
-    index (arguments in pieces), the finish chunk, and a usage-only chunk when asked."""
+    index (arguments in pieces; a legacy call's `function_call` deltas instead), the finish chunk, and a
+    usage-only chunk when asked; `served` as `completion_to_wire` takes it."""
     header = {"id": completion_id, "object": "chat.completion.chunk", "created": created, "model": model,
-              "service_tier": "default", "system_fingerprint": "fp_sim"}  # fmt: skip
+              "service_tier": served.service_tier, "system_fingerprint": "fp_sim"}  # fmt: skip
     extra = {"usage": None} if usage is not None else {}
 
     def chunk(
@@ -134,7 +146,12 @@ def chunks_to_wire(
                      "refusal": opened if refusal else None})]  # fmt: skip
     field = "refusal" if refusal else "content"
     chunks += [chunk({field: piece}, text=piece) for piece in pieces(text or "", piece_chars)]
-    for index, call in enumerate(reply.message.tool_calls):
+    if served.legacy and reply.message.tool_calls:
+        legacy_call = function_call_to_wire(reply)
+        chunks.append(chunk({"function_call": {"name": legacy_call["name"], "arguments": ""}}))
+        arguments = pieces(legacy_call["arguments"], piece_chars)
+        chunks += [chunk({"function_call": {"arguments": piece}}) for piece in arguments]
+    for index, call in enumerate(() if served.legacy else reply.message.tool_calls):
         opening = {
             "index": index,
             "id": call.id,
@@ -146,10 +163,20 @@ def chunks_to_wire(
             chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
             for piece in pieces(call.arguments, piece_chars)
         ]
-    chunks.append(chunk({}, reply.finish_reason))
+    chunks.append(chunk({}, served.finish(reply)))
     if usage is not None:
         chunks.append({**header, "choices": [], "usage": _wire_usage(usage)})
     return chunks
+
+
+def _refused_custom_stream(body: dict[str, Any]) -> Refused | None:
+    """A stream that could carry a custom tool call: the API's chunk schema has no shape for one (its tool
+    call deltas are functions only), so sim cannot say how the API would stream it."""
+    if body.get("stream") and custom_names(body.get("tools")) and body.get("tool_choice") != "none":
+        message = ("sim does not stream custom tool calls over Chat Completions: the API's chunk schema has"
+                   " no shape for them. Stream over the Responses API, or do not stream.")  # fmt: skip
+        return Refused(message, "stream", "unsupported_value", unsimulated=True)
+    return None
 
 
 class ChatProtocol:
@@ -175,11 +202,15 @@ class ChatProtocol:
             refused = Refused(
                 "Invalid type for 'include_usage'.", "stream_options.include_usage", "invalid_type"
             )
-        if refused is not None:
+        if refused is not None or (refused := refused_chat_format(body)) is not None:
+            return refused
+        if (refused := refused_chat_request(body)) is not None:
             return refused
         functions = self._functions(body)
-        offered = [function.get("name") for _, function in functions]
-        return refused_tool_choice(body.get("tool_choice"), offered) or refused_strict(functions)
+        offered = [function.get("name") for _, function in functions] + custom_names(body.get("tools"))
+        return (refused_custom_format(body.get("tools")) or _refused_custom_stream(body)
+                or refused_tool_choice(body.get("tool_choice"), offered)
+                or refused_strict(functions))  # fmt: skip
 
     @staticmethod
     def _functions(body: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -193,7 +224,8 @@ class ChatProtocol:
 
     def terms(self, body: dict[str, Any]) -> ReplyTerms:
         """Functions are strict where they say `strict: true`."""
-        return reply_terms(body, [function for _, function in self._functions(body)], unsaid=lambda _: None)
+        terms = reply_terms(body, [function for _, function in self._functions(body)], unsaid=lambda _: None)
+        return legacy_terms(with_format(terms, chat_format(body)), body)
 
     def check(self, body: dict[str, Any], decoded: ModelRequest) -> Refused | None:
         """Nothing travels back by reference over Chat Completions."""
@@ -209,6 +241,7 @@ class ChatProtocol:
             usage=estimate_usage(asked.decoded, reply),
             logprobs=self._logprobs(asked.body),
             refusal=refusal,
+            served=serving(reply, asked.body, asked.terms),
         )
 
     def stream(self, reply: ModelReply, asked: Asked, *, refusal: bool = False) -> list[bytes]:
@@ -223,6 +256,7 @@ class ChatProtocol:
             usage=estimate_usage(asked.decoded, reply) if include_usage else None,
             logprobs=self._logprobs(asked.body),
             refusal=refusal,
+            served=serving(reply, asked.body, asked.terms),
         )
         return [frame(chunk) for chunk in chunks]
 

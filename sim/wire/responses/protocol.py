@@ -7,12 +7,13 @@ from __future__ import annotations
 import base64
 import json
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sim.core.messages import (
     AssistantMessage,
     HistoryView,
+    HostedItem,
     PairingChecker,
     Reasoning,
     SharedPrefix,
@@ -28,6 +29,7 @@ from sim.wire.requests import (
     Refused,
     RefusedError,
     parse,
+    refused_custom_format,
     refused_strict,
     refused_tool_choice,
     refused_type,
@@ -38,12 +40,15 @@ from sim.wire.responses import CONVERSATION, PATHS
 from sim.wire.responses.client import (
     ENCRYPTED_REASONING,
 )
+from sim.wire.hosted import is_reference, minted, offered_hosted, refused_hosted
 from sim.wire.responses.items import (
     reasoning_from_wire,
 )
 from sim.wire.responses.reading import instructions_from_wire, messages_from_items, tools_from_wire
 from sim.wire.responses.rendering import events_to_wire, response_to_wire
+from sim.wire.service_tier import refused_service_tier
 from sim.wire.sse import frame
+from sim.wire.text_format import refused_responses_format, responses_format, with_format
 from sim.wire.tool_choice import ReplyTerms, reply_terms
 
 ENCRYPTED_PREFIX = "sim-reasoning:"
@@ -85,6 +90,8 @@ class ResponsesProtocol:
         self._needs: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         """The reasoning item ids served before each function call item (by its item id): the API refuses
         the call item sent back by id without them."""
+        self._items: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        """Each output item of a kept response, by its id: what an `item_reference` names."""
 
     def parse(self, body: dict[str, Any], number: int) -> Asked | Refused:
         """The request body read once: the request being answered, or the API's refusal."""
@@ -96,9 +103,10 @@ class ResponsesProtocol:
         if "logprobs" in body:
             return Refused("Unknown parameter: 'logprobs'.", "logprobs", "unknown_parameter")
         offered = [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)]
-        return (refused_type(body) or refused_unsupported(body)
+        return (refused_type(body) or refused_unsupported(body) or refused_hosted(body)
+                or refused_custom_format(body.get("tools")) or refused_service_tier(body)
                 or refused_tool_choice(body.get("tool_choice"), offered)
-                or refused_strict(self._functions(body)))  # fmt: skip
+                or refused_strict(self._functions(body)) or refused_responses_format(body))  # fmt: skip
 
     @staticmethod
     def _functions(body: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -110,7 +118,7 @@ class ResponsesProtocol:
         """`instructions` and `input` (after the stored conversation `previous_response_id` names), and
         flat `tools`; pairing is checked on the whole rebuilt conversation."""
         previous = body.get("previous_response_id")
-        new = messages_from_items(body.get(CONVERSATION))
+        new = messages_from_items(self._referenced(body.get(CONVERSATION)))
         pairing = PairingChecker()
         found = None
         if previous is not None:
@@ -134,7 +142,24 @@ class ResponsesProtocol:
         """Functions are strict where they say `strict: true`, and where they leave it out and their schema
         can be made strict (as the API then makes it)."""
         functions = [function for _, function in self._functions(body)]
-        return reply_terms(body, functions, unsaid=strict_by_default)
+        terms = with_format(reply_terms(body, functions, unsaid=strict_by_default), responses_format(body))
+        return replace(terms, hosted=offered_hosted(body.get("tools")))
+
+    def _referenced(self, items: Any) -> Any:
+        """Input items with each `item_reference` replaced by the item it names, as the API kept it;
+        `RefusedError` for an item it never kept."""
+        if not isinstance(items, list) or not any(map(is_reference, items)):
+            return items
+        resolved = []
+        for item in items:
+            if is_reference(item):
+                item_id = item.get("id")
+                kept = self._items.get(item_id) if isinstance(item_id, str) else None
+                if kept is None:
+                    raise RefusedError(_not_found(str(item_id), unstored=False))
+                item = kept
+            resolved.append(item)
+        return resolved
 
     def check(self, body: dict[str, Any], decoded: ModelRequest) -> Refused | None:
         """Reasoning items sent back as the API checks them: one sent by id alone must be one the API kept
@@ -179,7 +204,7 @@ class ResponsesProtocol:
         """A `response` object, kept (with the conversation it ends) for requests that chain to it unless
         the request said `store: false`; a refusal as a `refusal` content part."""
         response_id = f"resp_sim{asked.number:06d}"
-        served = self._served(reply, response_id, asked.body)
+        served = self._served(_hosted_minted(reply, response_id), response_id, asked.body)
         wire = response_to_wire(
             served,
             response_id=response_id,
@@ -208,6 +233,10 @@ class ResponsesProtocol:
             if item["type"] == "function_call" and reasoning_ids:
                 self._needs[item["id"]] = reasoning_ids
         _bound(self._needs, self.STORED)
+        if stored:
+            kept = [(item["id"], item) for item in wire["output"] if isinstance(item.get("id"), str)]
+            self._items.update(kept)
+            _bound(self._items, self.STORED)
         if refusal:
             for item in wire["output"]:
                 if item["type"] == "message":
@@ -232,7 +261,12 @@ class ResponsesProtocol:
             )
             for n, item in enumerate(reply.message.reasoning, 1)
         )
-        return reply.model_copy(update={"message": reply.message.model_copy(update={"reasoning": reasoning})})
+        update: dict[str, Any] = {"reasoning": reasoning}
+        if reply.message.items:  # the items keep their order, each reasoning item as served
+            served = iter(reasoning)
+            update["items"] = tuple(next(served) if isinstance(part, Reasoning) else part
+                                    for part in reply.message.items)  # fmt: skip
+        return reply.model_copy(update={"message": reply.message.model_copy(update=update)})
 
     def stream(self, reply: ModelReply, asked: Asked, *, refusal: bool = False) -> list[bytes]:
         """The response's events, named and numbered as the API sends them (kept as `reply` keeps it)."""
@@ -261,6 +295,17 @@ class ResponsesProtocol:
     def broken(self, stream: bool) -> bytes:
         """Half a response."""
         return b'event: response.created\ndata: {"type": "response.cr\n\n' if stream else b'{"id": "resp_'
+
+
+def _hosted_minted(reply: ModelReply, response_id: str) -> ModelReply:
+    """The reply with an id on each hosted item, as the API gives them (`ws_<suffix>_<n>`, ...)."""
+    message = reply.message
+    if not any(isinstance(part, HostedItem) and part.id is None for part in message.items):
+        return reply
+    suffix = response_id.removeprefix("resp_")
+    items = tuple(minted(part, suffix, n) if isinstance(part, HostedItem) else part
+                  for n, part in enumerate(message.items, 1))  # fmt: skip
+    return reply.model_copy(update={"message": message.model_copy(update={"items": items})})
 
 
 def _bound(kept: OrderedDict[str, Any], most: int) -> None:

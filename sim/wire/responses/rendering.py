@@ -3,11 +3,13 @@ the request, with minted item ids) and as the events that stream it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sim.core.messages import (
     AssistantMessage,
+    HostedItem,
     Reasoning,
     TextItem,
 )
@@ -17,16 +19,20 @@ from sim.wire.logprobs import pieces, text_logprobs
 from sim.wire.responses.client import (
     INCOMPLETE_REASONS,
 )
+from sim.wire.hosted import hosted_events, hosted_to_wire
 from sim.wire.responses.items import (
     call_to_wire,
     reasoning_to_wire,
 )
+from sim.wire.text_format import echoed_text
 
 OUTPUT_TEXT_LOGPROBS = "message.output_text.logprobs"
 """What a request asks `include` for, to get the log probabilities of output text."""
 
 
-def _items_of(message: AssistantMessage, suffix: str, logprobs: int | None) -> list[dict[str, Any]]:
+def _items_of(
+    message: AssistantMessage, suffix: str, logprobs: int | None, include: Sequence[str] = ()
+) -> list[dict[str, Any]]:
     """An assistant turn as output items (reasoning, the message, each function call), with item ids
     minted from the response's: `msg_<suffix>`, `fc_<suffix>_<n>`."""
     parts = message.items or (*message.reasoning, *_texts(message))
@@ -36,13 +42,17 @@ def _items_of(message: AssistantMessage, suffix: str, logprobs: int | None) -> l
         if isinstance(item, Reasoning):
             items.append(reasoning_to_wire(item))
             continue
+        if isinstance(item, HostedItem):
+            items.append(hosted_to_wire(item, include))
+            continue
         text = item.text
-        part = {"type": "output_text", "text": text, "annotations": [],
+        part = {"type": "output_text", "text": text, "annotations": [json.loads(a) for a in item.annotations],
                 "logprobs": text_logprobs(text, logprobs) if logprobs is not None else []}  # fmt: skip
         minted = f"msg_{suffix}" if single_text else f"msg_{suffix}_{n}"
         items.append({"type": "message", "id": item.id or minted, "status": "completed", "role": "assistant",
                       "content": [part], **({"phase": item.phase} if item.phase else {})})  # fmt: skip
     items += [{"type": "function_call", "id": f"fc_{suffix}_{n}", "status": "completed", **call_to_wire(call)}
+              if call.kind == "function" else {"id": f"ctc_{suffix}_{n}", **call_to_wire(call)}
               for n, call in enumerate(message.tool_calls, 1)]  # fmt: skip
     return items
 
@@ -89,6 +99,7 @@ def echoed_fields(request: Mapping[str, Any]) -> dict[str, Any]:
     if echoed["service_tier"] == "auto":
         echoed["service_tier"] = "default"
     echoed["tools"] = [_echoed_tool(tool) for tool in request.get("tools") or []]
+    echoed["text"] = echoed_text(request.get("text"))
     return echoed
 
 
@@ -110,7 +121,8 @@ def response_to_wire(
     asked = request or {}
     top = asked.get("top_logprobs") or 0
     logprobs = top if OUTPUT_TEXT_LOGPROBS in (asked.get("include") or []) else None
-    output = _items_of(reply.message, response_id.removeprefix("resp_"), logprobs)
+    include = [value for value in asked.get("include") or [] if isinstance(value, str)]
+    output = _items_of(reply.message, response_id.removeprefix("resp_"), logprobs, include)
     incomplete = {v: k for k, v in INCOMPLETE_REASONS.items()}.get(reply.finish_reason)
     if incomplete and output and "status" in output[-1]:
         output[-1]["status"] = "incomplete"
@@ -168,10 +180,16 @@ def _item_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
                     "arguments": item["arguments"], "name": item["name"]}  # fmt: skip
         opened = {**added, "item": {**item, "arguments": "", "status": "in_progress"}}
         return [opened, *deltas, finished, done]
+    if item["type"] == "custom_tool_call":
+        at = {"item_id": item["id"], **where}
+        deltas = [{"type": "response.custom_tool_call_input.delta", **at, "delta": piece}
+                  for piece in pieces(item["input"])]  # fmt: skip
+        finished = {"type": "response.custom_tool_call_input.done", **at, "input": item["input"]}
+        return [{**added, "item": {**item, "input": ""}}, *deltas, finished, done]
     if item["type"] == "reasoning":
         return [{**added, "item": {**item, "summary": []}}, *_summary_events(item, where), done]
     if item["type"] != "message":
-        return [{**added, "item": item}, done]
+        return hosted_events(index, item)
     opened = {**added, "item": {**item, "status": "in_progress", "content": []}}
     parts: list[dict[str, Any]] = []
     for content_index, part in enumerate(item["content"]):
@@ -188,10 +206,12 @@ def _item_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
             split = pieces(text)
             parts += [
                 {"type": "response.content_part.added", **at,
-                 "part": {**part, "text": "", "logprobs": []}},
+                 "part": {**part, "text": "", "logprobs": [], "annotations": []}},
                 *({"type": "response.output_text.delta", **at, "delta": piece,
                    "logprobs": tokens[n : n + 1] if len(tokens) == len(split) else []}
                   for n, piece in enumerate(split)),
+                *({"type": "response.output_text.annotation.added", **at, "annotation_index": n,
+                   "annotation": annotation} for n, annotation in enumerate(part.get("annotations") or [])),
                 {"type": "response.output_text.done", **at, "text": text, "logprobs": tokens},
             ]  # fmt: skip
         parts.append({"type": "response.content_part.done", **at, "part": part})
