@@ -5,9 +5,16 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Annotated, Literal, overload
+from typing import Annotated, Any, Literal, overload
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    model_serializer,
+)
 
 from sim.core.errors import MessageContractError
 
@@ -33,11 +40,21 @@ class UserMessage(_Message):
 
 
 class ToolCall(_Message):
-    """One function call the model asked for; `arguments` is the raw JSON text it sent."""
+    """One tool call the model asked for; `arguments` is the raw JSON text it sent, or for a call of a
+    custom tool (`kind`), its free-form input text."""
 
     id: NonEmpty
     name: NonEmpty
     arguments: str
+    kind: Literal["function", "custom"] = "function"
+
+    @model_serializer(mode="wrap")
+    def _function_calls_as_before(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # a function call dumps as it did before custom calls existed: transcripts and dumps stay byte-stable
+        dumped: dict[str, Any] = handler(self)
+        if self.kind == "function":
+            dumped.pop("kind", None)
+        return dumped
 
 
 class Reasoning(_Message):
@@ -58,6 +75,24 @@ class TextItem(_Message):
     text: str
     id: str | None = None
     phase: str | None = None
+    annotations: tuple[str, ...] = ()
+    """What the server said of spans of the text (citations), each a JSON object as text, in order."""
+
+
+class HostedItem(_Message):
+    """An item of a reply that a tool run by the server produced, or that answers one (a search, a run of
+    code, a tool list, a call or an approval asked or given): opaque to the loop, kept in its turn's
+    order and sent back unchanged, as stateless clients must. `kind` is the item's type, `fields` the rest
+    of it as JSON text (an object)."""
+
+    kind: NonEmpty
+    id: str | None = None
+    fields: str = "{}"
+
+    def data(self) -> dict[str, object]:
+        """`fields` read back as an object."""
+        value = json.loads(self.fields)
+        return value if isinstance(value, dict) else {}
 
 
 class AssistantMessage(_Message):
@@ -68,10 +103,10 @@ class AssistantMessage(_Message):
     tool_calls: tuple[ToolCall, ...] = ()
     reasoning: tuple[Reasoning, ...] = ()
     """Reasoning items, for protocols that have them (Chat Completions has none)."""
-    items: tuple[Reasoning | TextItem, ...] = ()
-    """Reasoning and text items in the order the model sent them, where the order or what the server said
-    of each text must be sent back (the Responses API); `content` joins the texts and `reasoning` lists the
-    reasoning items, as the loop reads them. Empty when nothing more is known than those two say."""
+    items: tuple[Reasoning | TextItem | HostedItem, ...] = ()
+    """Reasoning, text and hosted tools' items in the order the model sent them, where the order or what the
+    server said of each must be sent back (the Responses API); `content` joins the texts and `reasoning`
+    lists the reasoning items, as the loop reads them. Empty when nothing more is known than those two say."""
 
 
 class ToolMessage(_Message):

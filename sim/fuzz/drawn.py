@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from sim.core.model import ModelRequest
 from sim.core.problems import Problem, ProblemKind
+from sim.fuzz.hosted import NotSimulated
 from sim.host.answers import Answer, ApiError, Received, Refusal
 from sim.scenario.answerer import scripted_answer
 from sim.scenario.outline import summary
@@ -69,6 +70,11 @@ class DrawnAnswerer:
             return runaway
         try:
             spec = self.draw(asked)
+        except NotSimulated as error:  # what the API would send here, sim cannot make up
+            message = f"request {number}: not simulated: {error}"
+            unsimulated = Problem(ProblemKind.not_simulated, number, message, code="sim_not_simulated")
+            self.problems.append(unsimulated)
+            return unsimulated
         except BaseException as error:
             self.stopped = error
             return _OVER

@@ -20,6 +20,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from sim.core.model import ModelRequest, ToolSpec
+from sim.fuzz.hosted import draw_hosted
 from sim.fuzz.schema_values import arguments as valid_arguments
 from sim.fuzz.schema_values import mistaken, satisfies
 from sim.fuzz.terms import Profile
@@ -61,6 +62,12 @@ _ERRORS = [
 ]  # fmt: skip
 _REFUSALS = ["I'm sorry, but I can't help with that.", "I can't assist with that request."]
 _TEXT = st.text(min_size=1, max_size=40).filter(str.strip)
+_JSON_VALUES = st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=12)
+_JSON_OBJECTS = st.dictionaries(st.text(max_size=8), _JSON_VALUES, max_size=4)
+_FORMAT_KINDS = st.sampled_from(["valid"] * 4 + ["mistaken", "plain"])
+"""What a text under a non-strict format may be: its schema's most often, off it now and then."""
+FORMAT_NAME = "(response format)"
+"""How `ReplyDrawer.unhonoured` names a response format whose schema the generator cannot meet."""
 
 
 def kind_of(spec: ScriptedReplySpec) -> str:
@@ -89,25 +96,41 @@ class ReplyDrawer:
         self.calls_made = 0
         self.ids: list[str] = []
         self.unhonoured: set[str] = set()
+        self.format = ReplyTerms()
+        """The terms of the request being answered, for its text's format."""
         """Tools whose valid arguments could not be drawn: their schema asks what the generator cannot meet
         (the call was sent off its schema where the function is not strict, cut at the limit where it is)."""
 
     def draw(self, request: ModelRequest, terms: ReplyTerms | None = None) -> ScriptedReplySpec:
-        """The reply to `request`, within `terms` under the api profile (what the API guarantees it)."""
+        """The reply to `request`, within `terms` under the api profile (what the API guarantees it); with
+        hosted tools offered, the items they produce in the spec's shapes (`NotSimulated` where sim cannot
+        draw what the API would send)."""
+        spec = self._drawn(request, terms)
+        if self.profile is Profile.api and terms is not None and terms.hosted and spec.error is None:
+            spec = draw_hosted(self.data, terms.hosted, spec)
+        return spec
+
+    def _drawn(self, request: ModelRequest, terms: ReplyTerms | None = None) -> ScriptedReplySpec:
+        """The reply to `request` without hosted tools' items."""
         data = self.data
-        terms = ReplyTerms() if terms is None or self.profile is Profile.hostile else terms
+        self.format = terms or ReplyTerms()  # a text takes the request's format under every profile
+        if terms is not None and self.profile is Profile.hostile:  # anything, in the shape a reply must take
+            terms = ReplyTerms(parallel=terms.legacy_call_id is None, legacy_call_id=terms.legacy_call_id)
+        terms = ReplyTerms() if terms is None else terms
         tools = self._callable(request, terms)
         required = terms.choice.required and bool(tools)
         if self.planned is None:
             self.planned = data.draw(st.integers(0, 4), label="turns with calls")
         troubles = [t for t in _TROUBLE[self.profile] if not (required and t in _TEXT_TROUBLE)]
+        if self.format.text_schema is not None or self.format.json_object:
+            troubles = [t for t in troubles if t != "empty"]  # a structured text is never empty
         trouble = data.draw(st.sampled_from([None] * 8 + troubles), label="trouble")
         if trouble is not None:
             return self._trouble(trouble, tools, terms)
         if required or (self.calling_turns < self.planned and tools):
             self.calling_turns += 1
             return self._calls(tools, terms)
-        return ScriptedReplySpec(content=data.draw(_TEXT, label="final text"))
+        return self._final()
 
     @staticmethod
     def _callable(request: ModelRequest, terms: ReplyTerms) -> list[ToolSpec]:
@@ -122,7 +145,9 @@ class ReplyDrawer:
         if trouble == "empty":
             return ScriptedReplySpec(content="")
         if trouble == "length":
-            return ScriptedReplySpec(content=data.draw(_TEXT, label="cut text"), finish_reason="length")
+            text = self._final().content or data.draw(_TEXT, label="cut text")
+            cut = data.draw(st.integers(1, max(1, len(text) - 1)), label="cut text at")
+            return ScriptedReplySpec(content=text[:cut], finish_reason="length")
         if trouble == "content_filter":
             return ScriptedReplySpec(finish_reason="content_filter")
         if trouble == "refusal":
@@ -134,7 +159,7 @@ class ReplyDrawer:
             return ScriptedReplySpec(error=error)
         if trouble == "malformed":
             return ScriptedReplySpec(content="(never sent)", malformed=True)
-        replied = self._calls(tools, terms) if tools else ScriptedReplySpec(content="(cut)")
+        replied = self._calls(tools, terms) if tools else self._final()
         cut = data.draw(st.integers(0, 3), label="chunks before the cut")
         return replied.model_copy(update={"cut_after_chunks": cut})
 
@@ -173,7 +198,7 @@ class ReplyDrawer:
                 name = data.draw(st.sampled_from(["search", "browser", "read_file", f"{tool.name}_v2"]))
             elif how == "not_object":
                 arguments = data.draw(st.sampled_from(['["Paris"]', '"Paris"', "42", "null", "true"]))
-            call_id = f"call_{self.calls_made + 1}"
+            call_id = terms.legacy_call_id or f"call_{self.calls_made + 1}"  # a legacy call: where it stands
             if how == "reused_id" and self.ids:
                 call_id = data.draw(st.sampled_from(self.ids), label="reused id")
             self.calls_made += 1
@@ -182,3 +207,29 @@ class ReplyDrawer:
             if cut_short:
                 break  # the token limit ends the reply inside this call's arguments
         return ScriptedReplySpec(tool_calls=calls, finish_reason="length" if cut_short else None)
+
+    def _final(self) -> ScriptedReplySpec:
+        """A text that ends the run, in the request's format: a strict format's schema (cut at the token
+        limit where its values cannot be drawn, as for a strict function), any JSON object in `json_object`
+        mode; a non-strict format's schema most often, and now and then JSON off it or plain text."""
+        data, terms = self.data, self.format
+        schema = terms.text_schema if terms.text_schema is not None else terms.text_wanted
+        if schema is not None:
+            how = "valid" if terms.text_schema is not None else data.draw(_FORMAT_KINDS, label="text format")
+            if how == "plain":
+                return ScriptedReplySpec(content=data.draw(_TEXT, label="final text"))
+            if how == "mistaken":
+                value: Any = data.draw(mistaken(dict(schema)), label="mistaken text")[1]
+            else:
+                value = data.draw(valid_arguments(dict(schema)), label="structured text")
+            text = json.dumps(value, ensure_ascii=False)
+            if how == "valid" and not satisfies(dict(schema), value):
+                self.unhonoured.add(FORMAT_NAME)
+                if terms.text_schema is not None:
+                    cut = data.draw(st.integers(1, max(1, len(text) - 1)), label="cut text at")
+                    return ScriptedReplySpec(content=text[:cut], finish_reason="length")
+            return ScriptedReplySpec(content=text)
+        if terms.json_object:
+            return ScriptedReplySpec(content=json.dumps(data.draw(_JSON_OBJECTS, label="json object")))
+        return ScriptedReplySpec(content=data.draw(_TEXT, label="final text"))
+

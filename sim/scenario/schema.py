@@ -10,11 +10,13 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator,
 from sim.core.calls import CallRef
 from sim.core.commands import DEFAULT_MAX_CHARS, DEFAULT_TIMEOUT_SECONDS
 from sim.core.errors import ScenarioError
+from sim.core.messages import HostedItem
 from sim.core.model import FinishReason
 from sim.core.outcome import Outcome
 from sim.core.scripted import ScriptedCommand
 from sim.core.tools import CODE_IFF_ERROR, TOOL_NAME
 from sim.scenario.yaml_source import DataPath
+from sim.wire.hosted import scripted_annotation, scripted_hosted
 
 BuiltinTool = Literal["shell"]
 """The built-in tools a scenario can offer by name."""
@@ -37,8 +39,25 @@ class ScriptedToolCallSpec(_Strict):
         "so `'{'` scripts invalid JSON).",
     )
 
+    input: str | None = Field(
+        None,
+        description="The free-form input of a call of a custom tool, instead of `arguments`: the call is sent"
+        " as the API sends a custom tool call.",
+    )
+
+    @model_validator(mode="after")
+    def _arguments_or_input(self) -> ScriptedToolCallSpec:
+        if self.input is not None and "arguments" in self.model_fields_set:
+            raise ValueError(
+                "a call has `arguments` (a function call) or `input` (a custom tool call), not both"
+            )
+        return self
+
     def raw_arguments(self) -> str:
-        """The arguments as the model sends them: a string unchanged, anything else as compact JSON."""
+        """The arguments as the model sends them: a string unchanged, anything else as compact JSON (a custom
+        tool call's input as it is)."""
+        if self.input is not None:
+            return self.input
         if isinstance(self.arguments, str):
             return self.arguments
         return json.dumps(self.arguments, ensure_ascii=False, separators=(",", ":"))
@@ -118,6 +137,18 @@ class ScriptedReplySpec(_Strict):
     finish_reason: FinishReason | None = Field(
         None, description="Derived when left out: `tool_calls` when there are calls, else `stop`."
     )
+    hosted: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Items of hosted tools (Responses API), in order, before the text and calls: each a"
+        " mapping with `type` (`web_search_call`, `file_search_call`, `code_interpreter_call`,"
+        " `mcp_list_tools`, `mcp_call`, `mcp_approval_request`, `image_generation_call`) and the item's"
+        " fields in the spec's shape; sim fills each `id` left out, and `status`.",
+    )
+    annotations: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Citations on `content` (Responses API): `url_citation` (start_index, end_index, url,"
+        " title) or `file_citation` (file_id, filename, index).",
+    )
     error: ScriptedErrorSpec | None = Field(None, description="An API error instead of a reply.")
     malformed: bool = Field(False, description="Send a body that is not JSON instead of the reply.")
     cut_after_chunks: Annotated[int, Field(ge=0)] | None = Field(
@@ -141,6 +172,31 @@ class ScriptedReplySpec(_Strict):
         ):
             raise ValueError("a reply with `refusal` cannot also have content, tool_calls or error")
         return self
+
+    @field_validator("hosted")
+    @classmethod
+    def _hosted_shapes(cls, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for index, entry in enumerate(entries):
+            try:
+                scripted_hosted(entry)
+            except ValueError as error:
+                raise ValueError(f"hosted[{index}]: {error}") from None
+        return entries
+
+    @model_validator(mode="after")
+    def _hosted_fits(self) -> ScriptedReplySpec:
+        if self.error is not None and (self.hosted or self.annotations):
+            raise ValueError("a reply with `error` cannot also have hosted items or annotations")
+        for index, entry in enumerate(self.annotations):
+            try:
+                scripted_annotation(entry, self.content or "")
+            except ValueError as error:
+                raise ValueError(f"annotations[{index}]: {error}") from None
+        return self
+
+    def hosted_items(self) -> list[HostedItem]:
+        """The hosted items, checked (ids left out are filled when served)."""
+        return [scripted_hosted(entry) for entry in self.hosted]
 
     def finish(self) -> FinishReason:
         """The finish reason, derived when not written."""
@@ -168,6 +224,20 @@ class ShellSettings(_Strict):
     max_chars: PositiveInt = Field(DEFAULT_MAX_CHARS, description="Output kept before `[output truncated]`.")
 
 
+class CustomFormatSpec(_Strict):
+    """A custom tool's input format: free text, or a grammar (`lark` or `regex`) its input always matches."""
+
+    type: Literal["text", "grammar"] = Field(description="`text` (free-form) or `grammar`.")
+    syntax: Literal["lark", "regex"] | None = Field(None, description="The grammar's syntax.")
+    definition: str | None = Field(None, description="The grammar itself.")
+
+    @model_validator(mode="after")
+    def _grammar_complete(self) -> CustomFormatSpec:
+        if (self.type == "grammar") != (self.syntax is not None and self.definition is not None):
+            raise ValueError("a `grammar` format needs `syntax` and `definition`; `text` has neither")
+        return self
+
+
 class ScriptedToolSpec(_Strict):
     """A tool offered to the model whose calls are answered from the scenario's `results`, by call id."""
 
@@ -178,6 +248,16 @@ class ScriptedToolSpec(_Strict):
     parameters: dict[str, Any] = Field(
         default_factory=lambda: {"type": "object", "properties": {}},
         description="The JSON Schema of its arguments, shown to the model as is.",
+    )
+    strict: bool = Field(
+        False,
+        description="A strict function (Structured Outputs): `parameters` must be in the strict subset, and"
+        " every scripted call's arguments must match them (but the last call of a reply cut at `length`).",
+    )
+    format: CustomFormatSpec | None = Field(
+        None,
+        description="Makes the tool a custom tool, whose calls carry free-form `input`: `{type: text}`, or"
+        " `{type: grammar, syntax: lark | regex, definition: ...}`, which every scripted input must match.",
     )
     effect: Literal["read", "write", "execute"] = Field("read", description="Shown to the approver.")
     available_after: str | None = Field(
@@ -227,6 +307,18 @@ def _default_tools() -> list[BuiltinTool | ScriptedToolSpec]:
     return ["shell"]
 
 
+class ResponseFormatSpec(_Strict):
+    """The structured format the scenario's program asks its final text to take (`json_schema`)."""
+
+    name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$", description="The format's name.")
+    schema_: dict[str, Any] = Field(alias="schema", description="The JSON Schema the text is JSON of.")
+    strict: bool = Field(
+        False,
+        description="Strict (Structured Outputs): the schema must be in the strict subset, and every scripted"
+        " text that ends with `stop` must match it.",
+    )
+
+
 class Scenario(_Strict):
     """One scripted run: the prompt, the model's replies, the world's answers, and the expectations."""
 
@@ -244,6 +336,11 @@ class Scenario(_Strict):
     max_turns: PositiveInt = Field(20, description="The most model requests the run may make.")
     tools: list[BuiltinTool | ScriptedToolSpec] = Field(
         default_factory=_default_tools, description="Tools offered: built-in names, or scripted tools."
+    )
+    response_format: ResponseFormatSpec | None = Field(
+        None,
+        description="The structured format the program asks for (name, schema, strict): scripted final texts"
+        " are checked against a strict one when the scenario loads.",
     )
     results: dict[str, str | ScriptedResultSpec] = Field(
         default_factory=dict, description="What scripted tools return, by call id: text, or a result."
@@ -287,6 +384,22 @@ class Scenario(_Strict):
                     f"replies[{index}].error.retries is {expected}, but {len(replies) - index - 1} replies"
                     " follow it: each retry takes the next scripted reply"
                 )
+        return replies
+
+    @field_validator("replies")
+    @classmethod
+    def _hosted_ids_once(cls, replies: list[ScriptedReplySpec]) -> list[ScriptedReplySpec]:
+        seen: set[str] = set()
+        for index, reply in enumerate(replies):
+            for entry in reply.hosted:
+                item_id = entry.get("id")
+                if isinstance(item_id, str) and item_id in seen:
+                    raise ValueError(
+                        f"replies[{index}] reuses the hosted item id {item_id!r}: the API gives each item"
+                        " an id of its own"
+                    )
+                if isinstance(item_id, str):
+                    seen.add(item_id)
         return replies
 
     @field_validator("tools")

@@ -10,7 +10,7 @@ from typing import Any
 from sim.core.approval import AllowAllApprover, Approver, DenyAllApprover
 from sim.core.calls import call_key
 from sim.core.errors import ScenarioError
-from sim.core.messages import AssistantMessage, Reasoning, ToolCall
+from sim.core.messages import AssistantMessage, HostedItem, Reasoning, TextItem, ToolCall
 from sim.core.model import ModelReply
 from sim.core.scripted import (
     ScriptedApprover,
@@ -21,19 +21,37 @@ from sim.core.scripted import (
 from sim.core.tools import AnyArguments, ToolContext, ToolDefinition, ToolRegistry, ToolResult
 from sim.scenario.schema import Scenario, ScriptedReplySpec, ScriptedResultSpec, ScriptedToolSpec
 from sim.tools.shell import shell_tool
+from sim.wire.hosted import scripted_annotation
 
 
 def scripted_reply(spec: ScriptedReplySpec, call_ids: list[str]) -> ModelReply:
     """The reply a scripted entry stands for (its content and calls, even when it is cut or malformed)."""
     calls = tuple(
-        ToolCall(id=call_id, name=call.name, arguments=call.raw_arguments())
+        ToolCall(
+            id=call_id,
+            name=call.name,
+            arguments=call.raw_arguments(),
+            kind="function" if call.input is None else "custom",
+        )
         for call, call_id in zip(spec.tool_calls, call_ids, strict=True)
     )
     reasoning = (Reasoning(summary=(spec.reasoning,)),) if spec.reasoning is not None else ()
     # a refusal reaches the loop as text, as the OpenAI adapters read it
     content = spec.refusal if spec.refusal is not None else spec.content
     message = AssistantMessage(content=content, tool_calls=calls, reasoning=reasoning)
+    if spec.hosted or spec.annotations:
+        message = message.model_copy(update={"items": _ordered_items(spec, reasoning, content)})
     return ModelReply(message=message, finish_reason=spec.finish())
+
+
+def _ordered_items(
+    spec: ScriptedReplySpec, reasoning: tuple[Reasoning, ...], content: str | None
+) -> tuple[Reasoning | TextItem | HostedItem, ...]:
+    """A reply's items in the order the API sends them: reasoning, the hosted tools' items, the text (with
+    its citations)."""
+    annotations = tuple(scripted_annotation(entry, content or "") for entry in spec.annotations)
+    text = () if content is None else (TextItem(text=content, annotations=annotations),)
+    return (*reasoning, *spec.hosted_items(), *text)
 
 
 @dataclass(frozen=True, slots=True)

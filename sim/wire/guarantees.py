@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from sim.core.messages import HostedItem
 from sim.core.model import ModelReply
-from sim.wire.chat.legacy import more_than_one_call
+from sim.wire.chat.legacy import legacy_contradiction
 from sim.wire.custom_tools import custom_call_problem
 from sim.wire.requests import Asked
 from sim.wire.hosted import unoffered
@@ -47,8 +47,9 @@ def _hosted_offered(asked: Asked, reply: ModelReply) -> str | None:
 
 
 def _one_legacy_call(asked: Asked, reply: ModelReply) -> str | None:
-    """A request that offers Chat's deprecated `functions` is answered with one call at most."""
-    return more_than_one_call(asked.terms, reply)
+    """A request that offers Chat's deprecated `functions` is answered as its `function_call` allows, with
+    one call at most."""
+    return legacy_contradiction(asked.terms, reply)
 
 
 CHECKS: tuple[Check, ...] = (_tool_choice, _custom_input, _text_format, _strict_arguments, _hosted_offered,

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sim.core.messages import AssistantMessage, ChatMessage, SharedPrefix, TextItem, ToolMessage
+from sim.core.messages import AssistantMessage, ChatMessage, HostedItem, SharedPrefix, TextItem, ToolMessage
 from sim.wire import STORE_LIMIT_BYTES
 
 _MESSAGE_BYTES = 500
@@ -43,6 +43,8 @@ def _size(message: ChatMessage) -> int:
             for item in message.reasoning
         )
         size += sum(_PART_BYTES + _text(item.text) for item in message.items if isinstance(item, TextItem))
+        hosted = [part for part in message.items if isinstance(part, HostedItem)]
+        size += sum(_PART_BYTES + _text(part.fields) for part in hosted)
     elif isinstance(message, ToolMessage):
         size += _text(message.tool_call_id)
     return size

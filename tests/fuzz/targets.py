@@ -14,7 +14,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import openai
 from openai import AsyncOpenAI, OpenAI
+from pydantic import BaseModel
 
 PARAMETERS = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 TOOLS: Any = [{"type": "function", "function": {"name": "get_weather", "parameters": PARAMETERS}}]
@@ -517,3 +519,241 @@ def misbehaves(client: OpenAI, prompt: str) -> str | None:
 def sleeps(client: OpenAI, prompt: str) -> None:
     """Bug: never returns, and asks nothing first."""
     time.sleep(3600)
+
+
+WEB_SEARCH_TOOLS: Any = [{"type": "web_search"}, *RESPONSES_TOOLS]
+"""A hosted web search offered beside the function."""
+
+
+def _searching(
+    client: OpenAI, prompt: str, read: Callable[[Any], tuple[str | None, list[Any]]], max_turns: int = 8
+) -> str | None:
+    """A stateless Responses loop offering web search and a function: it sends back every output item
+    (hosted ones too) and answers the calls `read(response)` finds, until `read` finds an answer."""
+    items: list[Any] = [{"role": "user", "content": prompt}]
+    for _ in range(max_turns):
+        response = client.responses.create(
+            model="m", input=items, tools=WEB_SEARCH_TOOLS, include=["web_search_call.action.sources"]
+        )
+        if response.status == "incomplete":
+            return None
+        items += [item.model_dump(exclude_none=True) for item in response.output]
+        answer, calls = read(response)
+        if not calls:
+            return answer
+        items += [{"type": "function_call_output", "call_id": c.call_id, "output": weather(c.arguments)}
+                  for c in calls]  # fmt: skip
+    return None
+
+
+def searches_the_web(client: OpenAI, prompt: str) -> str | None:
+    """Careful: finds the calls among the output items by their type, reads the text with `output_text`."""
+    return _searching(
+        client, prompt, lambda r: (r.output_text, [i for i in r.output if i.type == "function_call"])
+    )
+
+
+def _first_item_is_the_message(response: Any) -> tuple[str | None, list[Any]]:
+    first = response.output[0]
+    if first.type == "message":
+        return getattr(first.content[0], "text", None), []
+    return None, list(response.output)  # anything else: every item a function call
+
+
+def trusts_the_first_item(client: OpenAI, prompt: str) -> str | None:
+    """Bug: takes `output[0]` for the message, and every item of a reply that does not start with one for a
+    function call (a web search's item comes first, before the text or the calls)."""
+    return _searching(client, prompt, _first_item_is_the_message)
+
+
+def asks_an_mcp_server(client: OpenAI, prompt: str) -> str | None:
+    """Offers an MCP server: what the API replies (the server's tool list first) sim cannot make up."""
+    tools: Any = [{"type": "mcp", "server_label": "wiki", "server_url": "https://mcp.example.com/sse",
+                   "require_approval": "never"}, *RESPONSES_TOOLS]  # fmt: skip
+    response = client.responses.create(model="m", input=prompt, tools=tools)
+    return response.output_text
+
+
+class WeatherAsked(BaseModel):
+    """A strict function's arguments, as `openai.pydantic_function_tool` offers them."""
+
+    city: str
+
+
+class Forecast(BaseModel):
+    """The structured answer the `.parse()` loops ask for."""
+
+    city: str
+    summary: str
+
+
+FORECAST_TEXT: Any = {"type": "json_schema", "json_schema": {"name": "forecast", "schema": {
+    "type": "object", "properties": {"city": {"type": "string"}, "summary": {"type": "string"}},
+    "required": ["city", "summary"]}}}  # fmt: skip
+"""`Forecast` as a format that is not strict: the API does not hold the text to it."""
+
+
+def parses_chat(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
+    """Careful `.parse()` loop over Chat: a strict tool and a strict format, so a finished call's arguments
+    and a finished text are read without checks; a length cut and a content filter (which `.parse()`
+    raises) and a refusal end the run."""
+    messages: list[Any] = [{"role": "user", "content": prompt}]
+    tools = [openai.pydantic_function_tool(WeatherAsked, name="get_weather")]
+    for _ in range(max_turns):
+        try:
+            completion = client.chat.completions.parse(
+                model="m", messages=messages, tools=tools, response_format=Forecast
+            )
+        except (openai.LengthFinishReasonError, openai.ContentFilterFinishReasonError):
+            return None
+        message = completion.choices[0].message
+        if message.refusal is not None:
+            return None
+        calls = message.tool_calls or []
+        messages.append({"role": "assistant", "content": message.content, "tool_calls": [
+            {"id": c.id, "type": "function", "function": {"name": c.function.name,
+                                                          "arguments": c.function.arguments}}
+            for c in calls]} if calls else {"role": "assistant", "content": message.content})  # fmt: skip
+        if not calls:
+            return None if message.parsed is None else message.parsed.summary  # trusted: the schema's
+        for call in calls:
+            asked = call.function.parsed_arguments
+            assert isinstance(asked, WeatherAsked)  # trusted: a strict function's finished arguments
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": f"{asked.city}: sunny"})
+    return None
+
+
+STRICT_WEATHER: Any = [{"type": "function", "name": "get_weather", "strict": True, "parameters": {
+    **PARAMETERS, "additionalProperties": False}}]  # fmt: skip
+
+
+def parses_responses(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
+    """Careful `.parse()` loop over the Responses API: a strict function and a strict `text_format`; an
+    incomplete response (cut at the token limit: its text or arguments do not parse, so `.parse()` raises
+    a `ValueError`), a refusal and a reply with neither text nor calls end the run."""
+    items: list[Any] = [{"role": "user", "content": prompt}]
+    for _ in range(max_turns):
+        try:
+            response = client.responses.parse(
+                model="m", input=items, tools=STRICT_WEATHER, text_format=Forecast
+            )
+        except ValueError:  # a cut text or cut arguments: only ever with an incomplete response
+            return None
+        if response.status == "incomplete":
+            return None
+        calls = [item for item in response.output if item.type == "function_call"]
+        refused = [part for item in response.output if item.type == "message"
+                   for part in item.content if part.type == "refusal"]  # fmt: skip
+        if refused:
+            return None
+        if not calls:
+            parsed = response.output_parsed
+            return None if parsed is None else parsed.summary  # trusted: the schema's
+        items += [{"type": "function_call", "call_id": c.call_id, "name": c.name, "arguments": c.arguments}
+                  for c in calls]  # fmt: skip
+        items += [{"type": "function_call_output", "call_id": c.call_id,
+                   "output": f"{json.loads(c.arguments)['city']}: sunny"} for c in calls]  # fmt: skip
+    return None
+
+
+def trusts_a_loose_format(client: OpenAI, prompt: str) -> str | None:
+    """Bug: asks for a format that is not strict and reads the text as if the API held it to the schema (the
+    model may answer off it, or in plain words)."""
+    messages: Any = [{"role": "user", "content": prompt}]
+    completion = client.chat.completions.create(model="m", messages=messages, response_format=FORECAST_TEXT)
+    choice = completion.choices[0]
+    if choice.finish_reason in ("length", "content_filter") or choice.message.refusal is not None:
+        return None
+    return str(json.loads(choice.message.content or "")["summary"])
+
+
+FORCED_TIME: Any = {"type": "function", "function": {"name": "get_time"}}
+"""A named `tool_choice`: the API answers the call it forces with `finish_reason: "stop"`."""
+
+
+def forces_its_tool(client: OpenAI, prompt: str) -> str | None:
+    """Forces `get_time` on its first request (then lets the model choose, as openai-agents resets the
+    choice) and reads a reply's calls whatever its finish reason says: the forced call ends `stop`."""
+    return _careful_chat(
+        client, prompt, asked=_first({"tool_choice": FORCED_TIME}), tools=TWO_TOOLS,
+        check=_calls_only("get_time", "tool_choice named get_time"),
+    )  # fmt: skip
+
+
+def dispatches_on_finish_reason(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
+    """Bug: forces `get_time` on its first request, but runs tools only when `finish_reason` says
+    `tool_calls`; anything else is the final answer, whose text it reads. The forced call ends `stop`: it is
+    dropped, and the answer it reads is no text at all."""
+    messages: list[Any] = [{"role": "user", "content": prompt}]
+    for turn in range(max_turns):
+        asked: Any = {"tool_choice": FORCED_TIME} if turn == 0 else {}
+        completion = client.chat.completions.create(model="m", messages=messages, tools=TWO_TOOLS, **asked)
+        choice = completion.choices[0]
+        if choice.finish_reason in ("length", "content_filter") or choice.message.refusal is not None:
+            return None
+        messages.append(choice.message.model_dump(exclude_none=True))
+        if choice.finish_reason != "tool_calls":
+            answer: Any = choice.message.content  # "stop" means text, it believes
+            return str(answer.strip())
+        for call in choice.message.tool_calls or []:
+            result = weather(call.function.arguments)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    return None
+
+
+FUNCTIONS: Any = [{"name": "get_weather", "description": "The weather in a city.", "parameters": PARAMETERS}]
+"""The deprecated `functions`, which older loops still send."""
+
+
+def _legacy_chat(
+    client: OpenAI, prompt: str, *, answer: Callable[[Any], Any], max_turns: int = 8
+) -> str | None:
+    """A loop on the deprecated `functions`: reads a reply's `function_call` (one at most), sends what
+    `answer(call)` makes of it back, stops at `length`, `content_filter` and a text answer."""
+    messages: list[Any] = [{"role": "user", "content": prompt}]
+    for _ in range(max_turns):
+        choice = client.chat.completions.create(model="m", messages=messages, functions=FUNCTIONS).choices[0]
+        if choice.finish_reason in ("length", "content_filter"):
+            return None
+        message = choice.message
+        messages.append(message.model_dump(exclude_none=True))
+        if message.function_call is None:
+            return message.content
+        messages.append(answer(message.function_call))
+    return None
+
+
+def calls_legacy_functions(client: OpenAI, prompt: str) -> str | None:
+    """The careful legacy loop: each `function_call` answered by a `role: "function"` message."""
+    return _legacy_chat(
+        client, prompt,
+        answer=lambda call: {"role": "function", "name": call.name, "content": weather(call.arguments)},
+    )  # fmt: skip
+
+
+def legacy_answers_with_tool_messages(client: OpenAI, prompt: str) -> str | None:
+    """Bug: a loop ported halfway from `tools` to `functions`: it answers a function call with a `tool`
+    message, which the API refuses while `functions` are offered."""
+    return _legacy_chat(
+        client, prompt,
+        answer=lambda call: {"role": "tool", "tool_call_id": "call_0", "content": weather(call.arguments)},
+    )  # fmt: skip
+
+
+def legacy_reads_tool_calls(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
+    """Bug: offers the deprecated `functions` but reads only `message.tool_calls`, as a loop written for
+    `tools` does: it never sees a function call, and reads the reply that carries one as its text answer."""
+    messages: list[Any] = [{"role": "user", "content": prompt}]
+    for _ in range(max_turns):
+        choice = client.chat.completions.create(model="m", messages=messages, functions=FUNCTIONS).choices[0]
+        if choice.finish_reason in ("length", "content_filter") or choice.message.refusal is not None:
+            return None
+        message: Any = choice.message
+        messages.append(message.model_dump(exclude_none=True))
+        if not message.tool_calls:
+            answer: Any = message.content  # no tool calls: text, it believes
+            return str(answer.strip())
+        for call in message.tool_calls:
+            result = weather(call.function.arguments)
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+    return None

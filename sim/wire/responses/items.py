@@ -4,6 +4,7 @@ reading of requests and the server."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -11,6 +12,7 @@ from sim.core.errors import ModelReplyError
 from sim.core.messages import (
     AssistantMessage,
     ChatMessage,
+    HostedItem,
     Reasoning,
     SystemMessage,
     TextItem,
@@ -19,6 +21,7 @@ from sim.core.messages import (
     UserMessage,
 )
 from sim.wire.replies import checked_call, well_formed
+from sim.wire.hosted import hosted_as_sent
 
 
 def reasoning_to_wire(reasoning: Reasoning) -> dict[str, Any]:
@@ -40,14 +43,18 @@ def text_item_to_wire(item: TextItem) -> dict[str, Any]:
     if item.id is not None:
         wire["id"] = item.id
         wire["status"] = "completed"
-    wire["content"] = [{"type": "output_text", "text": item.text, "annotations": [], "logprobs": []}]
+    annotations = [json.loads(annotation) for annotation in item.annotations]
+    wire["content"] = [{"type": "output_text", "text": item.text, "annotations": annotations, "logprobs": []}]
     if item.phase is not None:
         wire["phase"] = item.phase
     return wire
 
 
 def assistant_turn(
-    parts: Sequence[Reasoning | TextItem], calls: Sequence[ToolCall] = (), *, content: str | None = None
+    parts: Sequence[Reasoning | TextItem | HostedItem],
+    calls: Sequence[ToolCall] = (),
+    *,
+    content: str | None = None,
 ) -> AssistantMessage:
     """An assistant turn from its reasoning and text items in order (and its calls): `content` joins the
     texts unless given; the items are kept where sending back `content` and `reasoning` would lose
@@ -59,7 +66,8 @@ def assistant_turn(
     first_text = next((n for n, part in enumerate(parts) if isinstance(part, TextItem)), len(parts))
     ordered = (
         len(texts) > 1
-        or any(isinstance(part, TextItem) and (part.id or part.phase) for part in parts)
+        or any(isinstance(part, HostedItem) for part in parts)
+        or any(isinstance(part, TextItem) and (part.id or part.phase or part.annotations) for part in parts)
         or any(isinstance(part, Reasoning) for part in parts[first_text:])
     )
     return AssistantMessage(
@@ -68,7 +76,9 @@ def assistant_turn(
 
 
 def call_to_wire(call: ToolCall) -> dict[str, Any]:
-    """A tool call as a `function_call` input item."""
+    """A tool call as a `function_call` input item (a custom tool's as a `custom_tool_call`)."""
+    if call.kind == "custom":
+        return {"type": "custom_tool_call", "call_id": call.id, "name": call.name, "input": call.arguments}
     return {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": call.arguments}
 
 
@@ -82,7 +92,11 @@ def message_to_items(message: ChatMessage) -> list[dict[str, Any]]:
         return [{"type": "function_call_output", "call_id": message.tool_call_id, "output": message.content}]
     if message.items:
         items = [
-            reasoning_to_wire(part) if isinstance(part, Reasoning) else text_item_to_wire(part)
+            reasoning_to_wire(part)
+            if isinstance(part, Reasoning)
+            else hosted_as_sent(part)
+            if isinstance(part, HostedItem)
+            else text_item_to_wire(part)
             for part in message.items
         ]
     else:
@@ -94,11 +108,20 @@ def message_to_items(message: ChatMessage) -> list[dict[str, Any]]:
 
 def text_item_from_wire(item: Mapping[str, Any], text: str) -> TextItem:
     """A `message` item's text as a `TextItem`, with the item's id and phase when it has them."""
-    item_id, phase = item.get("id"), item.get("phase")
+    item_id, phase, content = item.get("id"), item.get("phase"), item.get("content")
+    parts = content if isinstance(content, list) else []
+    annotations = tuple(
+        json.dumps(annotation, ensure_ascii=False)
+        for part in parts
+        if isinstance(part, Mapping) and isinstance(part.get("annotations"), list)
+        for annotation in part["annotations"]
+        if isinstance(annotation, Mapping)
+    )
     return TextItem(
         text=well_formed(text),
         id=item_id if isinstance(item_id, str) else None,
         phase=phase if isinstance(phase, str) else None,
+        annotations=annotations,
     )
 
 
@@ -106,6 +129,13 @@ def function_call_from_wire(item: Mapping[str, Any]) -> ToolCall:
     """A `function_call` item as a `ToolCall`, checked; its arguments `well_formed`."""
     call_id, name, arguments = item.get("call_id"), item.get("name"), item.get("arguments")
     return checked_call(call_id, name, arguments, "function_call call_id and name", "function_call arguments")
+
+
+def custom_call_from_wire(item: Mapping[str, Any]) -> ToolCall:
+    """A `custom_tool_call` item as a custom `ToolCall`, checked; its input `well_formed`."""
+    call_id, name, text = item.get("call_id"), item.get("name"), item.get("input")
+    call = checked_call(call_id, name, text, "custom_tool_call call_id and name", "custom_tool_call input")
+    return call.model_copy(update={"kind": "custom"})
 
 
 def reasoning_from_wire(item: Mapping[str, Any]) -> Reasoning:

@@ -10,6 +10,7 @@ from typing import Any
 from sim.core.errors import MessageContractError, ModelReplyError
 from sim.core.messages import (
     ChatMessage,
+    HostedItem,
     Reasoning,
     SystemMessage,
     TextItem,
@@ -19,8 +20,11 @@ from sim.core.messages import (
 )
 from sim.core.model import ToolSpec
 from sim.wire.chat.reading import content_text
+from sim.wire.custom_tools import GrammarError, format_from_wire, is_custom
+from sim.wire.hosted import HOSTED_TOOLS, INPUT_ITEMS, hosted_from_wire
 from sim.wire.responses.items import (
     assistant_turn,
+    custom_call_from_wire,
     function_call_from_wire,
     reasoning_from_wire,
     text_item_from_wire,
@@ -39,7 +43,7 @@ def messages_from_items(items: Any) -> list[ChatMessage]:
     if not isinstance(items, list):
         raise _bad("input", "must be a string or an array of input items")
     messages: list[ChatMessage] = []
-    parts: list[Reasoning | TextItem] = []
+    parts: list[Reasoning | TextItem | HostedItem] = []
     calls: list[ToolCall] = []
     open_turn = False
 
@@ -83,7 +87,16 @@ def messages_from_items(items: Any) -> list[ChatMessage]:
             except ModelReplyError as error:
                 raise _bad(where, str(error)) from None
             open_turn = True
-        elif kind == "function_call_output":
+        elif kind in INPUT_ITEMS:
+            parts.append(hosted_from_wire(where, item))
+            open_turn = True
+        elif kind == "custom_tool_call":
+            try:
+                calls.append(custom_call_from_wire(item))
+            except ModelReplyError as error:
+                raise _bad(where, str(error)) from None
+            open_turn = True
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             close()
             call_id = item.get("call_id")
             if not isinstance(call_id, str) or not call_id:
@@ -103,6 +116,19 @@ def instructions_from_wire(body: Mapping[str, Any]) -> SystemMessage | None:
     return SystemMessage(content=instructions) if isinstance(instructions, str) else None
 
 
+def _custom_spec(raw: Mapping[str, Any], where: str) -> ToolSpec:
+    """A flat `{type: custom, name, description, format}` tool as a custom `ToolSpec`."""
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        raise _bad(f"{where}.name", "Missing required parameter")
+    try:
+        grammar = format_from_wire(raw)
+    except GrammarError as error:
+        raise _bad(f"{where}{error.where}", str(error)) from None
+    description = raw.get("description")
+    return ToolSpec(name, description if isinstance(description, str) else "", {}, "custom", grammar)
+
+
 def tools_from_wire(raw_tools: Any) -> tuple[ToolSpec, ...]:
     """A request's flat function `tools`; Chat-shaped tools (`tools[0].function`) and built-in tools are
     refused as the API (or sim, which cannot run them) refuses them."""
@@ -115,6 +141,11 @@ def tools_from_wire(raw_tools: Any) -> tuple[ToolSpec, ...]:
         where = f"tools[{index}]"
         if not isinstance(raw, Mapping):
             raise _bad(where, "each tool must be an object")
+        if is_custom(raw):
+            specs.append(_custom_spec(raw, where))
+            continue
+        if raw.get("type") in HOSTED_TOOLS:
+            continue  # run by the server: the loop never calls it (checked in `refused`)
         if raw.get("type") != "function":
             raise _bad(f"{where}.type", f"sim does not simulate built-in tools ({raw.get('type')!r})")
         name = raw.get("name")

@@ -24,6 +24,7 @@ from sim.wire.responses.items import (
     call_to_wire,
     reasoning_to_wire,
 )
+from sim.wire.service_tier import served_tier
 from sim.wire.text_format import echoed_text
 
 OUTPUT_TEXT_LOGPROBS = "message.output_text.logprobs"
@@ -96,8 +97,7 @@ def echoed_fields(request: Mapping[str, Any]) -> dict[str, Any]:
         "user": None,
     }
     echoed = {key: request[key] if request.get(key) is not None else value for key, value in defaults.items()}
-    if echoed["service_tier"] == "auto":
-        echoed["service_tier"] = "default"
+    echoed["service_tier"] = served_tier(request)  # `auto` served `default`, `fast` shown `priority`
     echoed["tools"] = [_echoed_tool(tool) for tool in request.get("tools") or []]
     echoed["text"] = echoed_text(request.get("text"))
     return echoed

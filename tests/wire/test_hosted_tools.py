@@ -1,0 +1,352 @@
+"""Hosted tools over the Responses API, as the API has them: requests offering them accepted (malformed ones
+refused in the API's words), `include` values checked, `item_reference` resolved, scripted hosted items
+served in the spec's shapes (JSON and streamed with their own events, each judged by the official spec),
+sent back by stateless clients and kept in chains, and a script that uses a tool the request did not offer
+refused as a script mismatch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from openai import AsyncOpenAI
+
+from sim.core.errors import ScenarioError
+from sim.core.messages import AssistantMessage, HostedItem
+from tests.host.in_process import post, simulator, talk
+from tests.spec import untolerated
+
+PATH = "/v1/responses"
+WEB = {"type": "web_search"}
+MCP = {"type": "mcp", "server_label": "wiki", "server_url": "https://mcp.example.com/sse",
+       "require_approval": "never"}  # fmt: skip
+FILES = {"type": "file_search", "vector_store_ids": ["vs_1"]}
+CODE = {"type": "code_interpreter", "container": {"type": "auto"}}
+IMAGES = {"type": "image_generation"}
+ALL_TOOLS = [WEB, MCP, FILES, CODE, IMAGES]
+INCLUDE = ["web_search_call.action.sources", "file_search_call.results", "code_interpreter_call.outputs"]
+
+EVERY_ITEM = """
+prompt: p
+replies:
+  - reasoning: Look it up.
+    hosted:
+      - type: web_search_call
+        action: {type: search, query: weather in Paris, sources: [{type: url, url: "https://example.com/w"}]}
+      - {type: web_search_call, action: {type: open_page, url: "https://example.com/w"}}
+      - {type: web_search_call, action: {type: find_in_page, url: "https://example.com/w", pattern: sun}}
+      - {type: file_search_call, queries: [paris], results: [{file_id: file-1, filename: a.txt, score: 0.5,
+         text: sunny}]}
+      - {type: code_interpreter_call, code: "print(6 * 7)", outputs: [{type: logs, logs: "42"},
+         {type: image, url: "https://example.com/plot.png"}]}
+      - {type: mcp_list_tools, server_label: wiki, tools: [{name: ask, input_schema: {type: object},
+         description: Ask the wiki.}]}
+      - {type: mcp_call, server_label: wiki, name: ask, arguments: {q: paris}, output: Sunny.}
+      - {type: mcp_call, server_label: wiki, name: ask, arguments: "{}", error: The server is down.}
+      - {type: image_generation_call, result: aGVsbG8=}
+    content: It is sunny in Paris.
+    annotations:
+      - {type: url_citation, start_index: 0, end_index: 8, url: "https://example.com/w", title: Weather}
+      - {type: file_citation, file_id: file-1, filename: a.txt, index: 21}
+"""
+
+
+def _body(**more: Any) -> dict[str, Any]:
+    return {"model": "m", "input": "p", "tools": ALL_TOOLS, **more}
+
+
+def _events(response: httpx2.Response) -> list[dict[str, Any]]:
+    return [json.loads(line[6:]) for line in response.text.split("\n") if line.startswith("data: ")]
+
+
+@pytest.mark.parametrize("tool", [WEB, {"type": "web_search_preview"}, MCP, FILES, CODE, IMAGES,
+                                  {"type": "mcp", "server_label": "gmail", "connector_id": "connector_gmail"},
+                                  {"type": "code_interpreter", "container": "cntr_abc"}],
+                         ids=["web_search", "web_search_preview", "mcp", "file_search", "code_interpreter",
+                              "image_generation", "mcp connector", "code_interpreter container id"])  # fmt: skip
+def test_a_request_offering_a_hosted_tool_is_answered_as_usual(tmp_path: Path, tool: dict[str, Any]) -> None:
+    sim = simulator(tmp_path, "replies: [{content: Sunny.}]")
+    (response,) = post(sim, {"model": "m", "input": "p", "tools": [tool]}, path=PATH)
+    assert response.status_code == 200, response.text
+    assert response.json()["output"][0]["content"][0]["text"] == "Sunny."
+    assert response.json()["tools"] == [tool]
+    assert untolerated("Response", response.json()) == []
+
+
+@pytest.mark.parametrize(
+    ("tool", "param", "code", "message"),
+    [
+        ({"type": "file_search"}, "tools[0].vector_store_ids", "missing_required_parameter",
+         "Missing required parameter: 'tools[0].vector_store_ids'."),
+        ({"type": "file_search", "vector_store_ids": "vs_1"}, "tools[0].vector_store_ids", "invalid_type",
+         "Invalid type for 'tools[0].vector_store_ids': expected an array of strings, but got a string instead."),
+        ({"type": "code_interpreter"}, "tools[0].container", "missing_required_parameter",
+         "Missing required parameter: 'tools[0].container'."),
+        ({"type": "mcp", "server_url": "https://x"}, "tools[0].server_label", "missing_required_parameter",
+         "Missing required parameter: 'tools[0].server_label'."),
+        ({"type": "mcp", "server_label": "x"}, "tools[0]", "missing_required_parameter",
+         "Missing mutually exclusive parameters: 'tools[0]'. Ensure you are providing exactly one of:"
+         " 'server_url' or 'connector_id'."),
+        ({"type": "mcp", "server_label": "x", "server_url": "https://x", "connector_id": "connector_gmail"},
+         "tools[0]", "mutually_exclusive_parameters",
+         "Mutually exclusive parameters: 'tools[0]'. Ensure you are only providing one of: 'server_url' or"
+         " 'connector_id'."),
+    ],
+    ids=["no vector stores", "vector stores a string", "no container", "mcp without label", "mcp without url",
+         "mcp with both"],
+)  # fmt: skip
+def test_a_malformed_hosted_tool_is_refused_in_the_apis_words(
+    tmp_path: Path, tool: dict[str, Any], param: str, code: str, message: str
+) -> None:
+    sim = simulator(tmp_path, "replies: [{content: Sunny.}]")
+    (response,) = post(sim, {"model": "m", "input": "p", "tools": [tool]}, path=PATH)
+    assert response.status_code == 400
+    assert response.json()["error"] == {"message": message, "type": "invalid_request_error", "param": param,
+                                        "code": code}  # fmt: skip
+
+
+def test_an_unknown_include_value_is_refused_and_the_known_ones_accepted(tmp_path: Path) -> None:
+    sim = simulator(tmp_path, "replies: [{content: a}, {content: b}]")
+    known, unknown = post(
+        sim,
+        {"model": "m", "input": "p", "include": [*INCLUDE, "reasoning.encrypted_content"]},
+        {"model": "m", "input": "p", "include": ["reasoning.encrypted_content", "usage"]},
+        path=PATH,
+    )
+    assert known.status_code == 200
+    assert unknown.status_code == 400
+    assert unknown.json()["error"] == {
+        "message": "Invalid value: 'usage'. Supported values are: 'file_search_call.results',"
+        " 'web_search_call.results', 'web_search_call.action.sources', 'message.input_image.image_url',"
+        " 'computer_call_output.output.image_url', 'code_interpreter_call.outputs',"
+        " 'reasoning.encrypted_content', and 'message.output_text.logprobs'.",
+        "type": "invalid_request_error",
+        "param": "include[1]",
+        "code": "invalid_value",
+    }
+
+
+def test_every_scripted_hosted_item_is_served_in_the_specs_shapes(tmp_path: Path) -> None:
+    (response,) = post(simulator(tmp_path, EVERY_ITEM), _body(include=INCLUDE), path=PATH)
+    assert response.status_code == 200, response.text
+    served = response.json()
+    assert untolerated("Response", served) == []
+    output = served["output"]
+    assert [item["type"] for item in output] == [
+        "reasoning", "web_search_call", "web_search_call", "web_search_call", "file_search_call",
+        "code_interpreter_call", "mcp_list_tools", "mcp_call", "mcp_call", "image_generation_call", "message",
+    ]  # fmt: skip
+    assert [item["id"] for item in output[1:4]] == ["ws_sim000001_2", "ws_sim000001_3", "ws_sim000001_4"]
+    assert output[1]["action"]["sources"] == [{"type": "url", "url": "https://example.com/w"}]
+    assert output[5]["outputs"][0] == {"type": "logs", "logs": "42"}
+    assert output[7]["status"] == "completed" and output[7]["arguments"] == '{"q":"paris"}'
+    assert output[8]["status"] == "failed" and output[8]["error"] == "The server is down."
+    annotations = output[-1]["content"][0]["annotations"]
+    assert annotations[0] == {"type": "url_citation", "start_index": 0, "end_index": 8,
+                              "url": "https://example.com/w", "title": "Weather"}  # fmt: skip
+
+
+def test_what_the_request_does_not_include_is_left_out(tmp_path: Path) -> None:
+    (response,) = post(simulator(tmp_path, EVERY_ITEM), _body(), path=PATH)
+    output = response.json()["output"]
+    assert "sources" not in output[1]["action"]
+    assert output[4]["results"] is None and output[5]["outputs"] is None
+    assert untolerated("Response", response.json()) == []
+
+
+def test_hosted_items_stream_with_their_own_events_each_as_the_spec_has_it(tmp_path: Path) -> None:
+    (response,) = post(simulator(tmp_path, EVERY_ITEM), _body(include=INCLUDE, stream=True), path=PATH)
+    events = _events(response)
+    for event in events:
+        assert untolerated("ResponseStreamEvent", event) == [], event
+    kinds = [event["type"] for event in events]
+    for expected in (
+        "response.web_search_call.in_progress", "response.web_search_call.searching",
+        "response.web_search_call.completed", "response.file_search_call.in_progress",
+        "response.file_search_call.searching", "response.file_search_call.completed",
+        "response.code_interpreter_call.in_progress", "response.code_interpreter_call_code.delta",
+        "response.code_interpreter_call_code.done", "response.code_interpreter_call.interpreting",
+        "response.code_interpreter_call.completed", "response.mcp_list_tools.in_progress",
+        "response.mcp_list_tools.completed", "response.mcp_call.in_progress",
+        "response.mcp_call_arguments.delta", "response.mcp_call_arguments.done", "response.mcp_call.completed",
+        "response.mcp_call.failed", "response.image_generation_call.in_progress",
+        "response.image_generation_call.generating", "response.image_generation_call.completed",
+        "response.output_text.annotation.added",
+    ):  # fmt: skip
+        assert expected in kinds, expected
+    assert [event["sequence_number"] for event in events] == list(range(len(events)))
+    annotated = [event for event in events if event["type"] == "response.output_text.annotation.added"]
+    assert [event["annotation_index"] for event in annotated] == [0, 1]
+    code = "".join(e["delta"] for e in events if e["type"] == "response.code_interpreter_call_code.delta")
+    assert code == "print(6 * 7)"
+
+
+def test_the_sdks_stream_rebuilds_the_response_the_json_reply_is(tmp_path: Path) -> None:
+    async def streamed(client: AsyncOpenAI) -> dict[str, Any]:
+        async with client.responses.stream(**_body(include=INCLUDE)) as stream:
+            async for _ in stream:
+                pass
+            return (await stream.get_final_response()).model_dump(mode="json")
+
+    async def whole(client: AsyncOpenAI) -> dict[str, Any]:
+        return (await client.responses.create(**_body(include=INCLUDE))).model_dump(mode="json")
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    built = talk(simulator(tmp_path / "a", EVERY_ITEM), streamed)
+    replied = talk(simulator(tmp_path / "b", EVERY_ITEM), whole)
+    assert _unparsed(built["output"]) == _unparsed(replied["output"])
+    assert built["status"] == replied["status"] == "completed"
+
+
+def _unparsed(value: Any) -> Any:
+    """`value` without the `parsed` fields the SDK's stream helper adds to text parts (None without a format)."""
+    if isinstance(value, dict):
+        return {key: _unparsed(item) for key, item in value.items() if key != "parsed"}
+    if isinstance(value, list):
+        return [_unparsed(item) for item in value]
+    return value
+
+
+MCP_APPROVAL = """
+prompt: p
+replies:
+  - hosted:
+      - {type: mcp_list_tools, server_label: wiki, tools: [{name: ask}]}
+      - {id: mcpr_1, type: mcp_approval_request, server_label: wiki, name: ask, arguments: {q: paris}}
+  - hosted:
+      - {type: mcp_call, server_label: wiki, name: ask, arguments: {q: paris}, output: Sunny.,
+         approval_request_id: mcpr_1}
+    content: Sunny, says the wiki.
+"""
+
+
+def test_an_mcp_approval_asked_given_and_used_statelessly_and_in_a_chain(tmp_path: Path) -> None:
+    tools = [{**MCP, "require_approval": "always"}]
+    for chained in (False, True):
+        sim = simulator(tmp_path, MCP_APPROVAL)
+
+        async def conversation(client: AsyncOpenAI) -> Any:
+            first = await client.responses.create(model="m", input="p", tools=tools)  # noqa: B023
+            request = next(item for item in first.output if item.type == "mcp_approval_request")
+            answer: Any = {"type": "mcp_approval_response", "approval_request_id": request.id, "approve": True}
+            if chained:  # noqa: B023
+                return await client.responses.create(
+                    model="m", previous_response_id=first.id, input=[answer], tools=tools  # noqa: B023
+                )
+            sent = [{"role": "user", "content": "p"}, *(i.model_dump(exclude_none=True) for i in first.output)]
+            return await client.responses.create(model="m", input=[*sent, answer], tools=tools)  # noqa: B023
+
+        second = talk(sim, conversation)
+        assert second.output_text == "Sunny, says the wiki."
+        assert second.output[0].type == "mcp_call" and second.output[0].approval_request_id == "mcpr_1"
+        assert sim.answerer.problems == []
+        (history := sim.answerer.requests[-1].messages)
+        kinds = [part.kind for m in history if isinstance(m, AssistantMessage) for part in m.items
+                 if isinstance(part, HostedItem)]  # fmt: skip
+        assert kinds == ["mcp_list_tools", "mcp_approval_request", "mcp_approval_response"]
+
+
+def test_an_item_reference_is_resolved_from_the_store_and_an_unknown_one_refused(tmp_path: Path) -> None:
+    script = """
+    replies:
+      - {hosted: [{type: web_search_call, action: {type: search, query: q}}],
+         tool_calls: [{name: lookup, arguments: {city: Paris}}]}
+      - {content: Sunny.}
+      - {content: never}
+    """
+    sim = simulator(tmp_path, script)
+    tools = [WEB, {"type": "function", "name": "lookup", "parameters": {"type": "object"}}]
+    (first,) = post(sim, {"model": "m", "input": "p", "tools": tools}, path=PATH)
+    search, call = first.json()["output"]
+    references = [{"type": "item_reference", "id": search["id"]}, {"id": call["id"]}]
+    answer = {"type": "function_call_output", "call_id": call["call_id"], "output": "sunny"}
+    second, unknown = post(
+        sim,
+        {"model": "m", "input": ["p", *references, answer][1:], "tools": tools},
+        {"model": "m", "input": [{"type": "item_reference", "id": "ws_nowhere"}], "tools": tools},
+        path=PATH,
+    )
+    assert second.status_code == 200, second.text
+    assert second.json()["output"][0]["content"][0]["text"] == "Sunny."
+    history = sim.answerer.requests[-1].messages
+    (turn,) = [m for m in history if isinstance(m, AssistantMessage)]
+    assert [part.kind for part in turn.items if isinstance(part, HostedItem)] == ["web_search_call"]
+    assert turn.tool_calls[0].id == call["call_id"]
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["message"] == "Item with id 'ws_nowhere' not found."
+
+
+@pytest.mark.parametrize(
+    ("tools", "says"),
+    [
+        ([FILES], "has a web_search_call item, but the request offers no web_search tool"),
+        ([{**MCP, "server_label": "other"}, WEB], "for MCP server 'wiki', which the request does not offer"),
+        ([{**MCP, "allowed_tools": ["search"]}, WEB], "calls 'ask' on MCP server 'wiki', but the request allows"),
+        ([{**MCP, "allowed_tools": {"tool_names": ["search"]}}, WEB], "calls 'ask' on MCP server 'wiki'"),
+    ],
+    ids=["tool not offered", "other mcp server", "allowed tools", "allowed tools filter"],
+)
+def test_a_hosted_item_of_a_tool_not_offered_is_a_script_mismatch(
+    tmp_path: Path, tools: list[Any], says: str
+) -> None:
+    script = """
+    replies:
+      - hosted:
+          - {type: web_search_call, action: {type: search, query: q}}
+          - {type: mcp_call, server_label: wiki, name: ask}
+        content: Sunny.
+    """
+    sim = simulator(tmp_path, script)
+    (response,) = post(sim, {"model": "m", "input": "p", "tools": tools}, path=PATH)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "sim_script_mismatch"
+    assert says in response.json()["error"]["message"]
+
+
+def test_a_chat_request_never_gets_hosted_items(tmp_path: Path) -> None:
+    sim = simulator(tmp_path, "replies: [{hosted: [{type: web_search_call, action: {type: search, query: q}}],"
+                              " content: Sunny.}]")  # fmt: skip
+    body = {"model": "m", "messages": [{"role": "user", "content": "p"}]}
+    (response,) = post(sim, body, path="/v1/chat/completions")
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "sim_script_mismatch"
+
+
+@pytest.mark.parametrize(
+    ("reply", "says"),
+    [
+        ("{hosted: [{type: web_search_call}]}", "hosted[0]: action"),
+        ("{hosted: [{type: web_search_call, action: {type: find, url: u, pattern: p}}]}", "hosted[0]"),
+        ("{hosted: [{type: image_generation_call, result: 'not base64!'}]}", "must be base64"),
+        ("{hosted: [{type: file_search_call, queries: [q], results: [{score: 2}]}]}", "hosted[0]"),
+        ("{hosted: [{type: computer_call}]}", "hosted[0]"),
+        ("{hosted: [{type: mcp_call, server_label: s, name: n, surprise: 1}]}", "surprise"),
+        ("{content: short, annotations: [{type: url_citation, start_index: 0, end_index: 9, url: u}]}",
+         "outside the text"),
+        ("{hosted: [{type: web_search_call, action: {type: search, query: q}}], error: {status: 500, message: m}}",
+         "cannot also have hosted items"),
+    ],
+    ids=["no action", "find is find_in_page", "not base64", "score above 1", "not a hosted item", "unknown field",
+         "citation past the text", "with an error"],
+)  # fmt: skip
+def test_a_malformed_scripted_item_is_refused_when_the_scenario_loads(
+    tmp_path: Path, reply: str, says: str
+) -> None:
+    with pytest.raises(ScenarioError, match="") as caught:
+        simulator(tmp_path, f"replies: [{reply}]")
+    assert says in str(caught.value)
+
+
+def test_a_hosted_item_id_reused_across_replies_is_refused_when_the_scenario_loads(tmp_path: Path) -> None:
+    script = """
+    replies:
+      - {hosted: [{id: ws_1, type: web_search_call, action: {type: search, query: a}}], content: a}
+      - {hosted: [{id: ws_1, type: web_search_call, action: {type: search, query: b}}], content: b}
+    """
+    with pytest.raises(ScenarioError) as caught:
+        simulator(tmp_path, script)
+    assert "reuses the hosted item id 'ws_1'" in str(caught.value)
