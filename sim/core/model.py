@@ -44,13 +44,29 @@ class ModelReply(BaseModel):
         return cls(message=AssistantMessage(content=content, tool_calls=calls), finish_reason="tool_calls")
 
 
+ToolKind = Literal["function", "custom"]
+"""A function takes JSON arguments shaped by a schema; a custom tool takes free-form text (its `input`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InputGrammar:
+    """What a custom tool's input must be: text the grammar `definition` generates in its `syntax` (a
+    `regex` the whole input matches, or a `lark` grammar from its `start` rule)."""
+
+    syntax: Literal["lark", "regex"]
+    definition: str
+
+
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    """A tool as the model sees it: name, description and the JSON Schema of its arguments."""
+    """A tool as the model sees it: name, description and the JSON Schema of its arguments; a custom tool
+    (`kind`) has no schema but takes free-form text, constrained by its `grammar` when it has one."""
 
     name: str
     description: str
     parameters: Mapping[str, Any]
+    kind: ToolKind = "function"
+    grammar: InputGrammar | None = None
 
 
 @dataclass(frozen=True, slots=True)

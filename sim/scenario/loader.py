@@ -12,8 +12,11 @@ from pydantic_core import ErrorDetails
 
 from sim.core.calls import ambiguity, turns_by_id
 from sim.core.errors import ScenarioError
-from sim.scenario.schema import Scenario
+from sim.core.model import InputGrammar
+from sim.scenario.schema import Scenario, ScriptedToolSpec
+from sim.scenario.structured import check_structured
 from sim.scenario.yaml_source import DataPath, YamlDocument, read_yaml
+from sim.wire.custom_tools import grammar_problem, input_problem
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")
 
@@ -37,9 +40,49 @@ def load_scenario(path: Path | str) -> Scenario:
     for at, key in scenario.call_keys():
         if (unclear := ambiguity(key, used)) is not None:
             raise document.fail(at, f"{_dotted(at)}: {unclear}", key=at[-1] == key)
+    _check_custom_inputs(document, scenario)
+    check_structured(document, scenario)
     if scenario.name is None:
         scenario = scenario.model_copy(update={"name": path.stem})
     return scenario
+
+
+def _check_custom_inputs(document: YamlDocument, scenario: Scenario) -> None:
+    """Each custom tool's grammar can be read, and each scripted call of a custom tool the scenario declares
+    has `input` its grammar generates, as the API guarantees (the last call of a reply cut at the token limit
+    may be cut short); a declared function is called with `arguments`."""
+    declared: dict[str, tuple[int, ScriptedToolSpec]] = {
+        tool.name: (index, tool)
+        for index, tool in enumerate(scenario.tools)
+        if isinstance(tool, ScriptedToolSpec)
+    }
+    grammars: dict[str, InputGrammar | None] = {}
+    for name, (index, tool) in declared.items():
+        form = tool.format
+        if form is None or form.syntax is None or form.definition is None:
+            continue
+        grammar = InputGrammar(form.syntax, form.definition)
+        if (problem := grammar_problem(grammar)) is not None:
+            at: DataPath = ("tools", index, "format", "definition")
+            raise document.fail(at, f"{_dotted(at)}: the {form.syntax} grammar cannot be read: {problem}")
+        grammars[name] = grammar
+    for number, reply in enumerate(scenario.replies):
+        for position, call in enumerate(reply.tool_calls):
+            found = declared.get(call.name)
+            if found is None:
+                continue
+            at = ("replies", number, "tool_calls", position)
+            custom = found[1].format is not None
+            if custom != (call.input is not None):
+                said = "a custom tool: calls have `input`" if custom else "a function: calls have `arguments`"
+                raise document.fail(at, f"{_dotted(at)}: {call.name!r} is {said}")
+            found_grammar = grammars.get(call.name)
+            cut = reply.finish() == "length" and position == len(reply.tool_calls) - 1
+            if found_grammar is None or call.input is None or cut:
+                continue
+            if (problem := input_problem(found_grammar, call.input)) is not None:
+                at = (*at, "input")
+                raise document.fail(at, f"{_dotted(at)}: the input of custom tool {call.name!r} {problem}")
 
 
 def scenario_files(paths: list[Path]) -> list[Path]:

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from sim.core.errors import MessageContractError
 from sim.core.model import ModelReply, ModelRequest
 from sim.core.strict_schema import strict_problem
+from sim.wire.custom_tools import refused_format
 from sim.wire.tool_choice import ReplyTerms, ToolChoiceError, read_tool_choice
 
 CREATED = 1_700_000_000
@@ -183,3 +184,13 @@ def refused_strict(functions: list[tuple[str, Any]]) -> Refused | None:
             message = f"Invalid schema for function '{function.get('name')}': {problem}"
             return Refused(message, f"{where}.parameters", "invalid_function_parameters")
     return None
+
+
+def refused_custom_format(tools: Any) -> Refused | None:
+    """The first custom tool whose input format the API refuses (a grammar that cannot be read), or that sim
+    cannot read (`unsimulated`)."""
+    error = refused_format(tools)
+    if error is None:
+        return None
+    code = "unsupported_value" if error.unsimulated else "invalid_value"
+    return Refused(str(error), error.where, code, unsimulated=error.unsimulated)

@@ -34,15 +34,27 @@ def message_to_wire(message: ChatMessage) -> dict[str, Any]:
         return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
     wire: dict[str, Any] = {"role": "assistant", "content": message.content}
     if message.tool_calls:
-        wire["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in message.tool_calls
-        ]
+        wire["tool_calls"] = [call_to_wire(c) for c in message.tool_calls]
     return wire
+
+
+def call_to_wire(call: ToolCall) -> dict[str, Any]:
+    """One of an assistant message's `tool_calls`: a function's arguments, or a custom tool's input."""
+    if call.kind == "custom":
+        return {"id": call.id, "type": "custom", "custom": {"name": call.name, "input": call.arguments}}
+    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
 
 
 def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
     """One tool as the API takes it."""
+    if spec.kind == "custom":
+        grammar = spec.grammar
+        form: dict[str, Any] = {"type": "text"}
+        if grammar is not None:
+            definition = {"syntax": grammar.syntax, "definition": grammar.definition}
+            form = {"type": "grammar", "grammar": definition}
+        custom = {"name": spec.name, "description": spec.description, "format": form}
+        return {"type": "custom", "custom": custom}
     return {
         "type": "function",
         "function": {"name": spec.name, "description": spec.description, "parameters": dict(spec.parameters)},
@@ -136,6 +148,13 @@ def tool_call_from_wire(raw: Any) -> ToolCall:
     """One of a message's `tool_calls` as a `ToolCall`, checked; its arguments `well_formed`."""
     if not isinstance(raw, Mapping):
         raise ModelReplyError("tool call must be a JSON object")
+    if raw.get("type") == "custom":
+        custom = raw.get("custom")
+        if not isinstance(custom, Mapping):
+            raise ModelReplyError("custom tool call must have a custom")
+        call_id, name, text = raw.get("id"), custom.get("name"), custom.get("input")
+        call = checked_call(call_id, name, text, "tool call id and custom tool name", "custom call input")
+        return call.model_copy(update={"kind": "custom"})
     if raw.get("type", "function") != "function":
         raise ModelReplyError(f"Unsupported tool call type: {raw.get('type')}")
     function = raw.get("function")

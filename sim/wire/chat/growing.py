@@ -23,8 +23,9 @@ from sim.wire.chat.protocol import ChatProtocol, estimate_usage
 from sim.wire.chat.reading import (
     contract_error,
     message_from_wire,
-    tools_from_wire,
+    offered_tools,
 )
+from sim.wire.chat.served import served_finish
 from sim.wire.replies import well_formed
 from sim.wire.requests import (
     Asked,
@@ -99,7 +100,7 @@ class GrowingConversation:
                 self._pairing.check(message)
             self._pairing.require_complete()
             if tools is None:
-                tools = tools_from_wire(body.get("tools"))
+                tools = offered_tools(body)
         except MessageContractError as error:
             return Refused(f"Invalid request: {error}", detail=str(error))
         if terms is None:
@@ -142,7 +143,7 @@ def reply_as_read(reply: ModelReply, asked: Asked) -> ModelReply:
     refusal: a refusal's text is read back as the content all the same), without writing it:
     `reply_from_wire(ChatProtocol().reply(reply, asked))`, with the same checks and the same result."""
     usage = estimate_usage(asked.decoded, reply)  # first, as writing the reply counts it first
-    finish_reason = finish_reason_from_wire(reply.finish_reason)
+    finish_reason = finish_reason_from_wire(served_finish(reply, asked.terms))
     message = reply.message
     content = message.content
     calls = tuple(_call_as_read(call) for call in message.tool_calls)
@@ -169,4 +170,4 @@ def _call_as_read(call: ToolCall) -> ToolCall:
     read = well_formed(arguments)
     if read is arguments:
         return call
-    return ToolCall(id=call_id, name=name, arguments=read)
+    return ToolCall(id=call_id, name=name, arguments=read, kind=call.kind)

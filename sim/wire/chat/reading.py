@@ -18,6 +18,8 @@ from sim.core.messages import (
 )
 from sim.core.model import ModelRequest, ToolSpec
 from sim.wire.chat.client import tool_call_from_wire
+from sim.wire.chat.legacy import function_call_from_wire, function_message_from_wire, functions_from_wire
+from sim.wire.custom_tools import CUSTOM, GrammarError, format_from_wire, is_custom
 
 _WIRE_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -67,17 +69,40 @@ def message_from_wire(raw: Any, where: str) -> ChatMessage:
         except ModelReplyError as error:
             raise contract_error(f"{where}.tool_calls", str(error)) from None
         text = None if content is None else content_text(content, f"{where}.content")
+        tool_calls += function_call_from_wire(raw, where)  # a legacy call, named by where it stands
         return AssistantMessage(content=text, tool_calls=tool_calls)
+    if role == "function":  # a legacy call's result: it answers the call of the message before it
+        return function_message_from_wire(raw, where)
     raise contract_error(f"{where}.role", f"unsupported role {role!r}")
 
 
+def _custom_spec_from_wire(raw: Mapping[str, Any], where: str) -> ToolSpec:
+    """A `{type: custom, custom: {name, description, format}}` tool as a custom `ToolSpec`."""
+    custom = raw.get(CUSTOM)
+    if not isinstance(custom, Mapping):
+        raise contract_error(f"{where}.custom", "Missing required parameter: 'tools[].custom'.")
+    name = custom.get("name")
+    if not isinstance(name, str) or not _WIRE_TOOL_NAME.fullmatch(name):
+        raise contract_error(f"{where}.custom.name", f"invalid custom tool name {name!r}")
+    try:
+        grammar = format_from_wire(raw)
+    except GrammarError as error:
+        raise contract_error(f"{where}{error.where}", str(error)) from None
+    description = custom.get("description", "")
+    return ToolSpec(name, description if isinstance(description, str) else "", {}, "custom", grammar)
+
+
 def _tool_spec_from_wire(raw: Any, where: str) -> ToolSpec:
+    if is_custom(raw):
+        return _custom_spec_from_wire(raw, where)
     if (
         not isinstance(raw, Mapping)
         or raw.get("type") != "function"
         or not isinstance(raw.get("function"), Mapping)
     ):
-        raise contract_error(where, "each tool must be {type: function, function: {...}}")
+        raise contract_error(
+            where, "each tool must be {type: function, function: {...}} or {type: custom, custom: {...}}"
+        )
     function = raw["function"]
     name = function.get("name")
     if not isinstance(name, str) or not _WIRE_TOOL_NAME.fullmatch(name):
@@ -97,7 +122,12 @@ def request_from_wire(body: Any) -> ModelRequest:
         raise contract_error("body", "must be a JSON object")
     messages = messages_from_wire(body.get("messages"))
     validate_pairing(messages)
-    return ModelRequest(messages, tools_from_wire(body.get("tools")))
+    return ModelRequest(messages, offered_tools(body))
+
+
+def offered_tools(body: Mapping[str, Any]) -> tuple[ToolSpec, ...]:
+    """What a request offers the model: its `tools`, and the deprecated `functions`."""
+    return tools_from_wire(body.get("tools")) + functions_from_wire(body)
 
 
 def messages_from_wire(raw_messages: Any) -> list[ChatMessage]:

@@ -22,6 +22,7 @@ from sim.wire.body_bytes import EncodedTools, GrowingItems, assemble, dumps
 from sim.wire.replies import STREAM_ENDED_EARLY, well_formed
 from sim.wire.responses.items import (
     assistant_turn,
+    custom_call_from_wire,
     function_call_from_wire,
     message_to_items,
     reasoning_from_wire,
@@ -43,6 +44,11 @@ ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
 def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
     """One tool as the API takes it: flat, not nested under `function`."""
+    if spec.kind == "custom":
+        grammar = spec.grammar
+        form: dict[str, Any] = {"type": "text"} if grammar is None else {
+            "type": "grammar", "syntax": grammar.syntax, "definition": grammar.definition}  # fmt: skip
+        return {"type": "custom", "name": spec.name, "description": spec.description, "format": form}
     return {
         "type": "function",
         "name": spec.name,
@@ -149,6 +155,8 @@ def _assistant_message(output: list[Any]) -> AssistantMessage:
                 parts.append(text_item_from_wire(item, "\n\n".join(said)))
         elif kind == "function_call":
             calls.append(function_call_from_wire(item))
+        elif kind == "custom_tool_call":
+            calls.append(custom_call_from_wire(item))
         elif kind == "reasoning":
             parts.append(reasoning_from_wire(item))
         else:

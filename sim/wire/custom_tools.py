@@ -1,0 +1,227 @@
+"""Custom tools as both APIs take them: a tool's input `format` (free `text`, or a `grammar` in `lark` or
+`regex` syntax; Chat nests `{custom: {name, format: {type: grammar, grammar: {syntax, definition}}}}`, the
+Responses API writes `{name, format: {type: grammar, syntax, definition}}`), its grammar read by `lark` or
+`regex` and refused where it cannot be read, and a call's input judged against it.
+
+A hostile grammar must not hang whoever reads it: an input is matched by the `regex` package, or parsed by
+`lark`, under a time limit (an input that cannot be judged in time is not held against the script), and a
+grammar longer than `GRAMMAR_CHARS` is not read at all (sim's own limit)."""
+
+from __future__ import annotations
+
+import functools
+import re
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from types import FrameType
+from typing import Any
+
+import lark
+import regex
+
+from sim.core.model import InputGrammar, ModelReply
+
+CUSTOM = "custom"
+"""A tool's `type`, and a call's, for a custom tool."""
+GRAMMAR_CHARS = 100_000
+"""The longest grammar definition sim reads (its own limit, not the API's)."""
+MATCH_SECONDS = 0.1
+"""How long one regular expression may take to match one input."""
+INPUT_CHARS = 100_000
+"""The longest input a `lark` grammar is asked to parse (Earley parsing is cubic at worst)."""
+PARSE_SECONDS = 1.0
+"""How long a `lark` grammar may take to parse one input."""
+_IMPORT = re.compile(r"^\s*%import\s+(?!common\.)", re.MULTILINE)
+
+
+class GrammarError(ValueError):
+    """A custom tool's format the API refuses (`unsimulated`: one sim cannot read), and where in the tool."""
+
+    def __init__(self, message: str, where: str, *, unsimulated: bool = False) -> None:
+        super().__init__(message)
+        self.where = where
+        self.unsimulated = unsimulated
+
+
+def is_custom(tool: Any) -> bool:
+    """Whether a request's tool (of either API) is a custom tool."""
+    return isinstance(tool, Mapping) and tool.get("type") == CUSTOM
+
+
+def custom_fields(tool: Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
+    """A custom tool's own fields (`name`, `description`, `format`) and where they sit in the tool: Chat
+    nests them under `custom`, the Responses API writes them flat."""
+    nested = tool.get(CUSTOM)
+    return (nested, f".{CUSTOM}") if isinstance(nested, Mapping) else (tool, "")
+
+
+def format_from_wire(tool: Mapping[str, Any]) -> InputGrammar | None:
+    """A custom tool's input grammar (None: free text), its grammar read as the model's sampler would read
+    it; `GrammarError` saying what the API refuses, and where."""
+    fields, prefix = custom_fields(tool)
+    name = fields.get("name")
+    raw = fields.get("format")
+    where = f"{prefix}.format"
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or raw.get("type") not in ("text", "grammar"):
+        raise GrammarError(
+            "Invalid value for 'format': expected {type: 'text'} or {type: 'grammar', ...}.", where
+        )
+    if raw["type"] == "text":
+        return None
+    inner = raw.get("grammar", raw) if prefix else raw
+    grammar_where = f"{where}.grammar" if prefix else where
+    if not isinstance(inner, Mapping):
+        raise GrammarError("Invalid type for 'grammar': expected an object.", grammar_where)
+    syntax, definition = inner.get("syntax"), inner.get("definition")
+    if syntax not in ("lark", "regex"):
+        message = f"Invalid value: {syntax!r}. Supported values are: 'lark' and 'regex'."
+        raise GrammarError(message, f"{grammar_where}.syntax")
+    if not isinstance(definition, str):
+        raise GrammarError("Missing required parameter: 'definition'.", f"{grammar_where}.definition")
+    grammar = InputGrammar(syntax, definition)
+    if len(definition) > GRAMMAR_CHARS:
+        message = (f"sim reads grammars of at most {GRAMMAR_CHARS} characters; the grammar of custom tool"
+                   f" {name!r} has {len(definition)}.")  # fmt: skip
+        raise GrammarError(message, f"{grammar_where}.definition", unsimulated=True)
+    problem = grammar_problem(grammar)
+    if problem is not None:
+        message = f"Invalid grammar for custom tool {name!r} ({syntax}): {problem}"
+        raise GrammarError(message, f"{grammar_where}.definition")
+    return grammar
+
+
+def grammar_problem(grammar: InputGrammar) -> str | None:
+    """Why `grammar` cannot be read, or None."""
+    try:
+        _compiled(grammar)
+    except (regex.error, lark.exceptions.LarkError, ValueError, RecursionError) as error:
+        return str(error).strip().splitlines()[0][:300] if str(error).strip() else type(error).__name__
+    return None
+
+
+@functools.lru_cache(maxsize=128)
+def _compiled(grammar: InputGrammar) -> Any:
+    """The grammar read once: a compiled pattern, or a `lark.Lark` parser (Earley, from `start`)."""
+    if grammar.syntax == "regex":
+        return regex.compile(grammar.definition)
+    if _IMPORT.search(grammar.definition):
+        raise ValueError("only %import common.<NAME> is supported")
+    return lark.Lark(grammar.definition, start="start", parser="earley", import_paths=[])
+
+
+def lark_parser(grammar: InputGrammar) -> lark.Lark:
+    """The `lark` parser of a `lark` grammar (read once), for drawing inputs from it."""
+    parser: lark.Lark = _compiled(grammar)
+    return parser
+
+
+def input_problem(grammar: InputGrammar, text: str) -> str | None:
+    """How `text` fails to be an input `grammar` generates, or None when it is one (or cannot be judged in
+    time: a guarantee is only held where it can be checked)."""
+    try:
+        compiled = _compiled(grammar)
+    except (regex.error, lark.exceptions.LarkError, ValueError, RecursionError):
+        return None  # refused when it was asked
+    if grammar.syntax == "regex":
+        try:
+            matched = compiled.fullmatch(text, timeout=MATCH_SECONDS) is not None
+        except TimeoutError:
+            return None
+        return None if matched else f"does not match the regex grammar {_shown(grammar.definition)}"
+    if len(text) > INPUT_CHARS:
+        return None
+    try:
+        _within(PARSE_SECONDS, compiled.parse, text)
+    except _OutOfTime:
+        return None
+    except (lark.exceptions.LarkError, RecursionError) as error:
+        said = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+        return f"is not generated by the lark grammar ({said})"
+    return None
+
+
+class _OutOfTime(Exception):
+    """A parse stopped at its deadline."""
+
+
+def _within(seconds: float, parse: Callable[[str], Any], text: str) -> Any:
+    """`parse(text)`, stopped after `seconds`: Earley parsing of an ambiguous grammar can take hours, and
+    lark is pure Python, so a trace function that looks at the clock on every call can stop it (chaining
+    any tracer already set, such as a coverage tool's)."""
+    deadline = time.perf_counter() + seconds
+    before = sys.gettrace()
+
+    def tracer(frame: FrameType, event: str, arg: Any) -> Any:
+        if time.perf_counter() > deadline:
+            raise _OutOfTime
+        return before(frame, event, arg) if before is not None else None  # type: ignore[arg-type]
+
+    sys.settrace(tracer)
+    try:
+        return parse(text)
+    finally:
+        sys.settrace(before)
+
+
+def _shown(text: str, most: int = 60) -> str:
+    return repr(text if len(text) <= most else text[:most] + "...")
+
+
+def custom_grammars(tools: Any) -> dict[str, InputGrammar | None]:
+    """Each well-formed custom tool a request offers (either API), by name: its grammar, or None for text."""
+    found: dict[str, InputGrammar | None] = {}
+    for tool in tools if isinstance(tools, list) else []:
+        if not is_custom(tool):
+            continue
+        name = custom_fields(tool)[0].get("name")
+        if not isinstance(name, str):
+            continue
+        try:
+            found[name] = format_from_wire(tool)
+        except GrammarError:
+            continue  # refused when it was asked
+    return found
+
+
+def custom_names(tools: Any) -> list[str]:
+    """The names of the custom tools a request offers (either API)."""
+    names = [custom_fields(tool)[0].get("name") for tool in (tools if isinstance(tools, list) else [])
+             if is_custom(tool)]  # fmt: skip
+    return [name for name in names if isinstance(name, str)]
+
+
+def refused_format(tools: Any, prefix: Sequence[str] = ("tools",)) -> GrammarError | None:
+    """The first custom tool whose format the API refuses, with `where` the whole path (`tools[1]...`)."""
+    for index, tool in enumerate(tools if isinstance(tools, list) else []):
+        if is_custom(tool):
+            try:
+                format_from_wire(tool)
+            except GrammarError as error:
+                where = f"{'.'.join(prefix)}[{index}]{error.where}"
+                return GrammarError(str(error), where, unsimulated=error.unsimulated)
+    return None
+
+
+def custom_call_problem(custom: Mapping[str, InputGrammar | None], reply: ModelReply) -> str | None:
+    """How `reply` calls one of the `custom` tools offered (their grammars by name) as the API never does:
+    with function arguments rather than input, or with input its grammar does not generate (the last call
+    of a reply cut at the token limit may be cut short)."""
+    calls = reply.message.tool_calls
+    for index, call in enumerate(calls):
+        if call.name not in custom:
+            continue
+        if call.kind != CUSTOM:
+            return (f"the scripted reply calls custom tool {call.name!r} (call {call.id}) with function"
+                    " arguments; the API calls a custom tool with `input` text")  # fmt: skip
+        grammar = custom[call.name]
+        cut = reply.finish_reason == "length" and index == len(calls) - 1
+        if grammar is None or cut:
+            continue
+        problem = input_problem(grammar, call.arguments)
+        if problem is not None:
+            return (f"the scripted input of custom tool {call.name!r} (call {call.id},"
+                    f" {_shown(call.arguments)}) {problem}")  # fmt: skip
+    return None

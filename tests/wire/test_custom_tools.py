@@ -1,0 +1,445 @@
+"""Custom tools over both APIs, as the live API has them: free-form (`text`) and grammar (`lark`, `regex`)
+tools offered, scripted custom calls served (JSON and streamed) in the spec's shapes and read by the real
+SDK and its stream accumulator, their calls and outputs sent back, the grammar a scripted input must match,
+`tool_choice` naming a custom tool, and grammars the API refuses (or that would hang a reader) refused."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from openai import AsyncOpenAI
+
+from sim.core.errors import ScenarioError
+from sim.core.messages import AssistantMessage, ToolCall
+from sim.core.model import InputGrammar, ModelReply, ModelRequest, ToolSpec
+from sim.scenario import load_scenario
+from sim.wire.chat.client import reply_from_wire as chat_reply
+from sim.wire.chat.client import tool_to_wire as chat_tool
+from sim.wire.custom_tools import GRAMMAR_CHARS, input_problem
+from sim.wire.responses.client import reply_from_wire as responses_reply
+from sim.wire.responses.client import tool_to_wire as responses_tool
+from tests.host.in_process import post, simulator, talk
+from tests.spec import untolerated
+
+PATCH_GRAMMAR = r"""
+start: "*** Begin Patch\n" hunk+ "*** End Patch"
+hunk: "*** Update File: " PATH "\n" LINE+
+PATH: /[A-Za-z0-9_.\/-]+/
+LINE: /[ +-][^\n]*\n/
+"""
+PATCH = "*** Begin Patch\n*** Update File: a.py\n-x = 1\n+x = 2\n*** End Patch"
+REGEX = r"[a-z]+ \d+"
+
+CHAT_REGEX = {
+    "type": "custom",
+    "custom": {
+        "name": "cmd",
+        "description": "Runs a command.",
+        "format": {"type": "grammar", "grammar": {"syntax": "regex", "definition": REGEX}},
+    },
+}
+CHAT_PATCH = {
+    "type": "custom",
+    "custom": {
+        "name": "apply_patch",
+        "format": {"type": "grammar", "grammar": {"syntax": "lark", "definition": PATCH_GRAMMAR}},
+    },
+}
+CHAT_TEXT = {"type": "custom", "custom": {"name": "note", "format": {"type": "text"}}}
+RESP_REGEX = {
+    "type": "custom",
+    "name": "cmd",
+    "description": "Runs a command.",
+    "format": {"type": "grammar", "syntax": "regex", "definition": REGEX},
+}
+RESP_PATCH = {
+    "type": "custom",
+    "name": "apply_patch",
+    "format": {"type": "grammar", "syntax": "lark", "definition": PATCH_GRAMMAR},
+}
+RESP_TEXT = {"type": "custom", "name": "note"}
+USER = [{"role": "user", "content": "p"}]
+
+
+def script(*replies: str) -> str:
+    lines = "\n".join(f"  - {reply}" for reply in replies)
+    return f"prompt: p\ntools: []\nreplies:\n{lines}\n"
+
+
+CALLS = script(
+    '{content: Patching., tool_calls: [{name: apply_patch, input: "' + PATCH.replace("\n", "\\n") + '"},'
+    ' {name: cmd, input: "ls 3"}, {name: note, input: "free {text"}]}',
+    "{content: done}",
+)
+
+
+class TestChat:
+    def test_the_sdk_reads_custom_calls_and_sends_them_back(self, tmp_path: Path) -> None:
+        sim = simulator(tmp_path, CALLS)
+
+        async def conversation(client: AsyncOpenAI) -> Any:
+            tools: Any = [CHAT_PATCH, CHAT_REGEX, CHAT_TEXT]
+            first = await client.chat.completions.create(model="m", messages=USER, tools=tools)  # type: ignore[arg-type]
+            message = first.choices[0].message
+            assert first.choices[0].finish_reason == "tool_calls"
+            assert [call.type for call in message.tool_calls or []] == ["custom"] * 3
+            calls = [call for call in message.tool_calls or [] if call.type == "custom"]
+            assert [(c.custom.name, c.custom.input) for c in calls] == [
+                ("apply_patch", PATCH),
+                ("cmd", "ls 3"),
+                ("note", "free {text"),
+            ]
+            results = [{"role": "tool", "tool_call_id": call.id, "content": "ok"} for call in calls]
+            history = [*USER, message.model_dump(exclude_none=True), *results]
+            return await client.chat.completions.create(model="m", messages=history, tools=tools)  # type: ignore[arg-type]
+
+        assert talk(sim, conversation).choices[0].message.content == "done"
+
+    def test_the_body_and_the_request_conform_to_the_spec(self, tmp_path: Path) -> None:
+        body = {
+            "model": "m",
+            "messages": USER,
+            "tools": [CHAT_PATCH, CHAT_REGEX, CHAT_TEXT],
+            "tool_choice": "required",
+        }
+        assert untolerated("CreateChatCompletionRequest", body) == []
+        (response,) = post(simulator(tmp_path, CALLS), body)
+        assert response.status_code == 200, response.text
+        assert untolerated("CreateChatCompletionResponse", response.json()) == []
+        assert response.json()["choices"][0]["message"]["tool_calls"][1] == {
+            "id": "call_2",
+            "type": "custom",
+            "custom": {"name": "cmd", "input": "ls 3"},
+        }
+
+    def test_a_stream_that_could_carry_a_custom_call_is_not_simulated(self, tmp_path: Path) -> None:
+        """The spec's chunk schema has tool call deltas for functions only: sim cannot say how the API
+        streams a custom call, so it says so (a run that meets it is not simulated)."""
+        body = {"model": "m", "messages": USER, "tools": [CHAT_TEXT], "stream": True}
+        (response,) = post(simulator(tmp_path, CALLS), body)
+        assert response.status_code == 400
+        error = response.json()["error"]
+        assert error["param"] == "stream" and error["code"] == "unsupported_value"
+        assert "custom tool calls" in error["message"]
+        (plain,) = post(simulator(tmp_path, script("{content: hi}")), {**body, "tool_choice": "none"})
+        assert plain.status_code == 200
+
+    def test_a_custom_call_in_the_history_is_checked(self, tmp_path: Path) -> None:
+        sim = simulator(tmp_path, script("{content: a}", "{content: b}"))
+        bad = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "custom"}]}
+        unanswered = {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "custom", "custom": {"name": "note", "input": "x"}}],
+        }
+        responses = post(
+            sim,
+            {"model": "m", "messages": [*USER, bad], "tools": [CHAT_TEXT]},
+            {"model": "m", "messages": [*USER, unanswered], "tools": [CHAT_TEXT]},
+        )
+        assert [r.status_code for r in responses] == [400, 400]
+        assert "custom" in responses[0].json()["error"]["message"]
+        assert "missing tool results" in responses[1].json()["error"]["message"]
+
+    def test_the_client_side_reads_a_custom_call(self) -> None:
+        completion = {
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "tool_calls",
+                    "message": {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {"id": "c1", "type": "custom", "custom": {"name": "note", "input": "hi"}}
+                        ],
+                    },
+                }
+            ]
+        }
+        (call,) = chat_reply(completion).message.tool_calls
+        assert (call.kind, call.name, call.arguments) == ("custom", "note", "hi")
+        spec = ToolSpec("cmd", "Runs.", {}, "custom", InputGrammar("regex", REGEX))
+        assert chat_tool(spec)["custom"]["format"]["grammar"] == {"syntax": "regex", "definition": REGEX}
+
+
+class TestResponses:
+    def test_the_sdk_stream_accumulator_reads_custom_calls(self, tmp_path: Path) -> None:
+        sim = simulator(tmp_path, CALLS)
+
+        async def conversation(client: AsyncOpenAI) -> Any:
+            tools: Any = [RESP_PATCH, RESP_REGEX, RESP_TEXT]
+            seen: list[str] = []
+            async with client.responses.stream(model="m", input="p", tools=tools) as stream:
+                async for event in stream:
+                    seen.append(event.type)
+                final = await stream.get_final_response()
+            assert "response.custom_tool_call_input.delta" in seen
+            assert seen.count("response.custom_tool_call_input.done") == 3
+            calls = [item for item in final.output if item.type == "custom_tool_call"]
+            assert [(c.name, c.input) for c in calls] == [
+                ("apply_patch", PATCH),
+                ("cmd", "ls 3"),
+                ("note", "free {text"),
+            ]
+            outputs = [
+                {"type": "custom_tool_call_output", "call_id": c.call_id, "output": "ok"} for c in calls
+            ]
+            sent = [*USER, *(item.model_dump(exclude_none=True) for item in final.output), *outputs]
+            return await client.responses.create(model="m", input=sent, tools=tools)  # type: ignore[arg-type]
+
+        assert talk(sim, conversation).output_text == "done"
+
+    @pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
+    def test_the_response_and_its_events_conform_to_the_spec(self, tmp_path: Path, stream: bool) -> None:
+        body = {
+            "model": "m",
+            "input": "p",
+            "tools": [RESP_PATCH, RESP_REGEX, RESP_TEXT],
+            "stream": stream,
+            "tool_choice": {
+                "type": "allowed_tools",
+                "mode": "required",
+                "tools": [{"type": "custom", "name": n} for n in ("apply_patch", "cmd", "note")],
+            },
+        }
+        assert untolerated("CreateResponse", body) == []
+        (response,) = post(simulator(tmp_path, CALLS), body, path="/v1/responses")
+        assert response.status_code == 200, response.text
+        if not stream:
+            assert untolerated("Response", response.json()) == []
+            assert response.json()["output"][2] == {
+                "id": "ctc_sim000001_2",
+                "type": "custom_tool_call",
+                "call_id": "call_2",
+                "name": "cmd",
+                "input": "ls 3",
+            }
+            return
+
+        sent = [json.loads(line[6:]) for line in response.text.split("\n") if line.startswith("data: ")]
+        for event in sent:
+            assert untolerated("ResponseStreamEvent", event) == [], event
+        done = [e for e in sent if e["type"] == "response.custom_tool_call_input.done"]
+        assert [e["input"] for e in done] == [PATCH, "ls 3", "free {text"]
+
+    def test_pairing_treats_custom_calls_like_function_calls(self, tmp_path: Path) -> None:
+        sim = simulator(tmp_path, script("{content: a}", "{content: b}", "{content: c}"))
+        call = {"type": "custom_tool_call", "call_id": "c1", "name": "note", "input": "x"}
+        answer = {"type": "custom_tool_call_output", "call_id": "c1", "output": "ok"}
+        orphan = {"type": "custom_tool_call_output", "call_id": "ghost", "output": "ok"}
+        malformed = {"type": "custom_tool_call", "call_id": "c2", "name": "note"}
+        responses = post(
+            sim,
+            *(
+                {"model": "m", "input": items, "tools": [RESP_TEXT]}
+                for items in ([call, answer], [call], [orphan], [malformed])
+            ),
+            path="/v1/responses",
+        )
+        assert [r.status_code for r in responses] == [200, 400, 400, 400]
+        assert "custom_tool_call input must be a string" in responses[3].json()["error"]["message"]
+
+    def test_the_client_side_reads_a_custom_call(self) -> None:
+        response = {
+            "status": "completed",
+            "output": [
+                {"type": "custom_tool_call", "id": "ctc_1", "call_id": "c1", "name": "note", "input": "hi"}
+            ],
+        }
+        reply = responses_reply(response)
+        assert reply.finish_reason == "tool_calls"
+        assert reply.message.tool_calls == (ToolCall(id="c1", name="note", arguments="hi", kind="custom"),)
+        assert responses_tool(ToolSpec("note", "", {}, "custom"))["format"] == {"type": "text"}
+
+
+class TestTheGuarantee:
+    """The API guarantees a custom call's input matches its grammar: a script that does not is refused,
+    naming the reply."""
+
+    @pytest.mark.parametrize(
+        ("tool", "called"),
+        [(RESP_REGEX, '{name: cmd, input: "LS"}'), (RESP_PATCH, '{name: apply_patch, input: "rm -rf /"}')],
+        ids=["regex", "lark"],
+    )
+    def test_an_input_off_its_grammar_is_a_script_mismatch(
+        self, tmp_path: Path, tool: dict[str, Any], called: str
+    ) -> None:
+        sim = simulator(tmp_path, script(f"{{tool_calls: [{called}]}}"))
+        (response,) = post(sim, {"model": "m", "input": "p", "tools": [tool]}, path="/v1/responses")
+        assert response.status_code == 400
+        error = response.json()["error"]
+        assert error["code"] == "sim_script_mismatch"
+        assert "custom tool" in error["message"] and "grammar" in error["message"]
+
+    def test_a_cut_reply_may_end_inside_the_input(self, tmp_path: Path) -> None:
+        sim = simulator(tmp_path, script('{tool_calls: [{name: cmd, input: "ls"}], finish_reason: length}'))
+        (response,) = post(sim, {"model": "m", "input": "p", "tools": [RESP_REGEX]}, path="/v1/responses")
+        assert response.status_code == 200, response.text
+        assert response.json()["status"] == "incomplete"
+
+    def test_function_arguments_to_a_custom_tool_are_a_script_mismatch(self, tmp_path: Path) -> None:
+        sim = simulator(tmp_path, script("{tool_calls: [{name: note, arguments: {text: hi}}]}"))
+        (response,) = post(sim, {"model": "m", "messages": USER, "tools": [CHAT_TEXT]})
+        assert response.json()["error"]["code"] == "sim_script_mismatch"
+        assert "with function arguments" in response.json()["error"]["message"]
+
+    def test_a_forced_custom_tool_must_be_called(self, tmp_path: Path) -> None:
+        sim = simulator(tmp_path, script("{content: hi}", "{content: hi}", "{content: hi}"))
+        chat, responses, ghost = post(
+            sim,
+            {
+                "model": "m",
+                "messages": USER,
+                "tools": [CHAT_TEXT],
+                "tool_choice": {"type": "custom", "custom": {"name": "note"}},
+            },
+            {
+                "model": "m",
+                "input": "p",
+                "tools": [RESP_TEXT],
+                "tool_choice": {"type": "custom", "name": "note"},
+            },
+            {
+                "model": "m",
+                "messages": USER,
+                "tools": [CHAT_TEXT],
+                "tool_choice": {"type": "custom", "custom": {"name": "ghost"}},
+            },
+        )
+        assert chat.json()["error"]["code"] == "sim_script_mismatch"
+        assert ghost.status_code == 400 and ghost.json()["error"]["param"] == "tool_choice"
+        (responses,) = post(
+            simulator(tmp_path, script("{content: hi}")),
+            {
+                "model": "m",
+                "input": "p",
+                "tools": [RESP_TEXT],
+                "tool_choice": {"type": "custom", "name": "note"},
+            },
+            path="/v1/responses",
+        )
+        assert responses.json()["error"]["code"] == "sim_script_mismatch"
+
+
+class TestHostileGrammars:
+    @pytest.mark.parametrize(
+        ("syntax", "definition"),
+        [
+            ("regex", "(unclosed"),
+            ("regex", "a{2,1}"),
+            ("lark", "start: undefined_rule"),
+            ("lark", "start: ("),
+            ("lark", '%import os.path\nstart: "a"'),
+            ("lark", ""),
+        ],
+    )
+    def test_a_grammar_that_cannot_be_read_is_refused_at_request_time(
+        self, tmp_path: Path, syntax: str, definition: str
+    ) -> None:
+        sim = simulator(tmp_path, script("{content: a}", "{content: b}"))
+        chat_tool_body = {
+            "type": "custom",
+            "custom": {
+                "name": "g",
+                "format": {"type": "grammar", "grammar": {"syntax": syntax, "definition": definition}},
+            },
+        }
+        flat = {
+            "type": "custom",
+            "name": "g",
+            "format": {"type": "grammar", "syntax": syntax, "definition": definition},
+        }
+        chat, responses = (
+            post(sim, {"model": "m", "messages": USER, "tools": [chat_tool_body]})[0],
+            post(sim, {"model": "m", "input": "p", "tools": [flat]}, path="/v1/responses")[0],
+        )
+        assert chat.status_code == responses.status_code == 400
+        assert chat.json()["error"]["param"] == "tools[0].custom.format.grammar.definition"
+        assert responses.json()["error"]["param"] == "tools[0].format.definition"
+        assert f"Invalid grammar for custom tool 'g' ({syntax})" in responses.json()["error"]["message"]
+
+    def test_an_unknown_syntax_is_refused(self, tmp_path: Path) -> None:
+        sim = simulator(tmp_path, script("{content: a}"))
+        tool = {
+            "type": "custom",
+            "name": "g",
+            "format": {"type": "grammar", "syntax": "ebnf", "definition": "x"},
+        }
+        (response,) = post(sim, {"model": "m", "input": "p", "tools": [tool]}, path="/v1/responses")
+        assert response.status_code == 400 and response.json()["error"]["param"] == "tools[0].format.syntax"
+
+    def test_a_huge_grammar_is_not_read(self, tmp_path: Path) -> None:
+        sim = simulator(tmp_path, script("{content: a}"))
+        huge = "start: " + " | ".join(f'"w{n}"' for n in range(GRAMMAR_CHARS // 5))
+        tool = {
+            "type": "custom",
+            "name": "g",
+            "format": {"type": "grammar", "syntax": "lark", "definition": huge},
+        }
+        started = time.perf_counter()
+        (response,) = post(sim, {"model": "m", "input": "p", "tools": [tool]}, path="/v1/responses")
+        assert time.perf_counter() - started < 5
+        assert response.status_code == 400 and response.json()["error"]["code"] == "unsupported_value"
+        assert "sim reads grammars of at most" in response.json()["error"]["message"]
+
+    def test_a_large_lark_grammar_under_the_limit_is_read_in_time(self) -> None:
+        rules = "\n".join(f'r{n}: "k{n}" r{n + 1}?' for n in range(1500)) + '\nr1500: "end"'
+        grammar = InputGrammar("lark", "start: r0\n" + rules)
+        started = time.perf_counter()
+        assert input_problem(grammar, "k0k1") is None
+        assert input_problem(grammar, "k0end") is not None
+        assert time.perf_counter() - started < 20
+
+    def test_a_catastrophic_regex_does_not_hang_the_judge(self, tmp_path: Path) -> None:
+        grammar = InputGrammar("regex", "(a|a|aa)+$b")
+        started = time.perf_counter()
+        assert input_problem(grammar, "a" * 5_000 + "!") is None  # cannot be judged in time: not refused
+        assert time.perf_counter() - started < 5
+        assert input_problem(InputGrammar("regex", "(a|a)+"), "b") is not None
+
+    def test_untrusted_input_is_judged_as_text(self) -> None:
+        grammar = InputGrammar("lark", PATCH_GRAMMAR)
+        assert input_problem(grammar, PATCH) is None
+        for hostile in ("\x00" * 100, "*** Begin Patch\n" * 5_000, "\ud800", "{" * 50_000):
+            assert input_problem(grammar, hostile) is not None
+
+
+class TestScenarios:
+    def test_a_call_with_arguments_and_input_is_rejected(self, tmp_path: Path) -> None:
+        path = tmp_path / "s.yaml"
+        path.write_text(script("{tool_calls: [{name: note, input: hi, arguments: {a: 1}}]}"))
+        with pytest.raises(ScenarioError, match=r"`arguments` .* or `input` .*not both"):
+            load_scenario(path)
+
+    def test_a_declared_grammar_checks_scripted_inputs_when_the_scenario_loads(self, tmp_path: Path) -> None:
+        path = tmp_path / "s.yaml"
+        tools = f"tools: [{{name: cmd, format: {{type: grammar, syntax: regex, definition: '{REGEX}'}}}}]"
+        path.write_text(f"prompt: p\n{tools}\nreplies:\n  - tool_calls: [{{name: cmd, input: 'ls 1'}}]\n")
+        assert load_scenario(path).replies[0].tool_calls[0].input == "ls 1"
+        path.write_text(f"prompt: p\n{tools}\nreplies:\n  - tool_calls: [{{name: cmd, input: LS}}]\n")
+        with pytest.raises(ScenarioError, match=r"replies\[0\]\.tool_calls\[0\]\.input: .*regex grammar"):
+            load_scenario(path)
+        path.write_text(f"prompt: p\n{tools}\nreplies:\n  - tool_calls: [{{name: cmd, arguments: {{}}}}]\n")
+        with pytest.raises(ScenarioError, match="custom tool: calls have `input`"):
+            load_scenario(path)
+        path.write_text(
+            "prompt: p\ntools: [{name: g, format: {type: grammar, syntax: regex, definition: '('}}]"
+            "\nreplies: [{content: hi}]\n"
+        )
+        with pytest.raises(ScenarioError, match=r"tools\[0\]\.format\.definition: the regex grammar cannot"):
+            load_scenario(path)
+
+
+def test_function_calls_dump_as_before() -> None:
+    """Transcripts and dumps of function calls stay byte-stable; a custom call says what it is."""
+    call = ToolCall(id="c", name="f", arguments="{}")
+    assert call.model_dump_json() == '{"id":"c","name":"f","arguments":"{}"}'
+    custom = ToolCall(id="c", name="f", arguments="x", kind="custom")
+    assert ToolCall.model_validate_json(custom.model_dump_json()) == custom
+    reply = ModelReply.calling(custom)
+    assert isinstance(reply.message, AssistantMessage) and ModelRequest([]).tools == ()
