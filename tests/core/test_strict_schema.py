@@ -122,7 +122,8 @@ def test_hostile_schemas_never_crash_the_rules() -> None:
 
 def closed(**properties: Any) -> dict[str, Any]:
     """A strict object schema with these properties."""
-    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+    required = list(properties)
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
 def test_every_keyword_of_the_documented_subset_is_taken() -> None:
@@ -171,7 +172,7 @@ def test_a_keyword_outside_the_subset_is_not_permitted(keyword: str) -> None:
          "In context=(), 'anyOf' is not permitted."),  # the guide: a root is not anyOf
         (closed(where={"$ref": "#/$defs/Place", "description": "Where."}) | {"$defs": {"Place": closed()}},
          "In context=('properties', 'where'), $ref cannot have keywords {'description'}."),
-        (closed(where={"$ref": "#/$defs/Place", "default": None, "title": "W"}) | {"$defs": {"Place": closed()}},
+        (closed(where={"$ref": "#/$defs/P", "default": None, "title": "W"}) | {"$defs": {"P": closed()}},
          "In context=('properties', 'where'), $ref cannot have keywords {'default', 'title'}."),
         (closed(a=closed(b={"type": "string"}), c={"$ref": "#/properties/a"}),
          "In context=('properties', 'c'), reference can only point to definitions defined at the top level of"
@@ -227,18 +228,20 @@ def test_the_documented_number_of_properties_is_taken_and_one_more_refused() -> 
 
 
 def test_the_documented_number_of_enum_values_is_taken_and_one_more_refused() -> None:
-    numbers = closed(a={"type": "integer", "enum": list(range(600))}, b={"type": "integer", "enum": list(range(400))})
+    numbers = closed(
+        a={"type": "integer", "enum": list(range(600))}, b={"type": "number", "enum": list(range(400))}
+    )
     assert strict_problem(numbers) is None
     numbers["properties"]["b"]["enum"].append(400)
     assert strict_problem(numbers) == (
-        "Expected at most 1000 enum values in total within a single schema when using structured outputs, but"
-        " received 1001. Consider reducing the number of enums, or use 'strict: false' to opt out of structured"
-        " outputs."
+        "Expected at most 1000 enum values in total within a single schema when using structured outputs,"
+        " but received 1001. Consider reducing the number of enums, or use 'strict: false' to opt out of"
+        " structured outputs."
     )
 
 
 def test_a_large_enum_has_a_string_budget_of_its_own() -> None:
-    long = closed(e={"type": "string", "enum": [f"{n:03d}" + "x" * 57 for n in range(251)]})  # 15,060 characters
+    long = closed(e={"type": "string", "enum": [f"{n:03d}" + "x" * 57 for n in range(251)]})  # 15,060 chars
     assert strict_problem(long) == (
         "Expected at most 15000 total characters across enum values when there are more than 250 enum values,"
         " but received 15060. Consider reducing the number of enums, or use 'strict: false' to opt out of"
@@ -294,8 +297,9 @@ def test_a_schema_outside_the_subset_is_not_made_strict_by_default(parameters: d
 
 
 def test_a_schema_inside_the_subset_is_made_strict_by_default() -> None:
+    inner = {"type": "object", "properties": {"z": {"type": "integer"}}}
     parameters = {"type": "object", "properties": {"x": {"type": "string", "format": "email"},
-                  "y": {"$ref": "#/$defs/Y"}}, "$defs": {"Y": {"type": "object", "properties": {"z": {"type": "integer"}}}}}  # fmt: skip
+                  "y": {"$ref": "#/$defs/Y"}}, "$defs": {"Y": inner}}  # fmt: skip
     made = strict_by_default(parameters)
     assert made is not None and strict_problem(made) is None
     assert made["required"] == ["x", "y"] and made["$defs"]["Y"]["required"] == ["z"]

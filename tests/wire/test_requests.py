@@ -95,3 +95,32 @@ def test_a_reasoning_item_never_served_is_refused_as_not_found() -> None:
 def test_sim_s_own_limit_is_refused_as_not_simulated() -> None:
     refused = ChatProtocol().parse({"model": "m", "messages": [{"role": "user", "content": "Hi"}], "n": 2}, 1)
     assert isinstance(refused, Refused) and refused.unsimulated and refused.param == "n"
+
+
+ALL_OF = {"type": "object", "properties": {"x": {"type": "string", "allOf": [{"type": "string"}]}},
+          "required": ["x"], "additionalProperties": False}  # fmt: skip
+
+
+def test_a_strict_function_outside_the_subset_is_refused_in_the_apis_words() -> None:
+    said = "Invalid schema for function 'shell': In context=('properties', 'x'), 'allOf' is not permitted."
+    function = {"name": "shell", "parameters": ALL_OF, "strict": True}
+    chat = {"model": "m", "messages": [{"role": "user", "content": "Hi"}],
+            "tools": [{"type": "function", "function": function}]}  # fmt: skip
+    refused = Refused(said, "tools[0].function.parameters", "invalid_function_parameters")
+    assert ChatProtocol().parse(chat, 1) == refused
+    responses = {"model": "m", "input": "Hi", "tools": [{"type": "function", **function}]}
+    refused = Refused(said, "tools[0].parameters", "invalid_function_parameters")
+    assert ResponsesProtocol().parse(responses, 1) == refused
+
+
+def test_a_responses_function_that_cannot_be_strict_is_neither_enforced_nor_echoed_strict() -> None:
+    from sim.wire.responses.rendering import echoed_fields
+
+    loose = {"type": "function", "name": "shell", "parameters": ALL_OF}  # `strict` left out
+    taken = {"type": "function", "name": "shell", "parameters": {"type": "object", "properties": {}}}
+    for tool, strict in ((loose, False), (taken, True)):
+        body = {"model": "m", "input": "Hi", "tools": [tool]}
+        asked = ResponsesProtocol().parse(body, 1)
+        assert isinstance(asked, Asked)
+        assert ("shell" in asked.terms.strict) is strict  # the API falls back to best effort where it must
+        assert echoed_fields(body)["tools"][0]["strict"] is strict
