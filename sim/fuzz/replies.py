@@ -232,4 +232,3 @@ class ReplyDrawer:
         if terms.json_object:
             return ScriptedReplySpec(content=json.dumps(data.draw(_JSON_OBJECTS, label="json object")))
         return ScriptedReplySpec(content=data.draw(_TEXT, label="final text"))
-

@@ -246,6 +246,9 @@ WIRE_WORDS_ALLOWED: dict[tuple[str, str], str] = {
     ("sim/cassette/convert.py", "finish_reason"): (
         "a scenario reply's key (sim/scenario/schema.py: Reply.finish_reason): convert writes scenario files"
     ),
+    ("sim/scenario/structured.py", "response_format"): (
+        "a scenario's key (sim/scenario/schema.py: Scenario.response_format), where a load error points"
+    ),
 }
 
 
