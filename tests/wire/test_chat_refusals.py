@@ -161,7 +161,7 @@ TIERS = "Supported values are: 'auto', 'default', 'flex', 'scale', 'priority', a
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
-@pytest.mark.parametrize("tier", ["turbo", "FLEX", "", "x" * 10_000])
+@pytest.mark.parametrize("tier", ["turbo", "FLEX", "", "x" * 10_000], ids=["turbo", "FLEX", "empty", "huge"])
 def test_an_unknown_service_tier_is_refused_in_both_apis(tmp_path: Path, api: str, tier: str) -> None:
     body: dict[str, Any] = {"model": "m", "service_tier": tier}
     body |= {"messages": ASK} if api == "chat" else {"input": "p"}
