@@ -629,18 +629,16 @@ STRICT_WEATHER: Any = [{"type": "function", "name": "get_weather", "strict": Tru
 
 def parses_responses(client: OpenAI, prompt: str, max_turns: int = 8) -> str | None:
     """Careful `.parse()` loop over the Responses API: a strict function and a strict `text_format`; an
-    incomplete response (cut at the token limit: its text or arguments do not parse, so `.parse()` raises
-    a `ValueError`), a refusal and a reply with neither text nor calls end the run."""
+    incomplete response (cut at the token limit: its text or arguments may not parse, so it is looked at
+    before it is parsed), a refusal and a reply with neither text nor calls end the run."""
     items: list[Any] = [{"role": "user", "content": prompt}]
     for _ in range(max_turns):
-        try:
-            response = client.responses.parse(
-                model="m", input=items, tools=STRICT_WEATHER, text_format=Forecast
-            )
-        except ValueError:  # a cut text or cut arguments: only ever with an incomplete response
-            return None
-        if response.status == "incomplete":
-            return None
+        raw = client.responses.with_raw_response.parse(
+            model="m", input=items, tools=STRICT_WEATHER, text_format=Forecast
+        )
+        if raw.http_response.json().get("status") == "incomplete":
+            return None  # cut at the token limit: its text or arguments may not parse
+        response = raw.parse()
         calls = [item for item in response.output if item.type == "function_call"]
         refused = [part for item in response.output if item.type == "message"
                    for part in item.content if part.type == "refusal"]  # fmt: skip
@@ -757,3 +755,110 @@ def legacy_reads_tool_calls(client: OpenAI, prompt: str, max_turns: int = 8) -> 
             result = weather(call.function.arguments)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
     return None
+
+
+# Custom tools: free-form input (`text`), a `regex` grammar, and a `lark` grammar (an apply_patch-like tool).
+PATCH_GRAMMAR = r"""
+start: "*** Begin Patch\n" hunk+ "*** End Patch"
+hunk: "*** Update File: " PATH "\n" LINE+
+PATH: /[a-z]{1,8}\.py/
+LINE: /[ +-][a-z =0-9]{0,12}\n/
+"""
+COMMAND_REGEX = r"(ls|cat|pwd)( [a-z]{1,8}){0,2}"
+CUSTOM_TOOLS: Any = [
+    {"type": "custom", "custom": {"name": "note", "description": "Keeps.", "format": {"type": "text"}}},
+    {"type": "custom", "custom": {"name": "run", "format": {
+        "type": "grammar", "grammar": {"syntax": "regex", "definition": COMMAND_REGEX}}}},
+    {"type": "custom", "custom": {"name": "apply_patch", "format": {
+        "type": "grammar", "grammar": {"syntax": "lark", "definition": PATCH_GRAMMAR}}}},
+]  # fmt: skip
+CUSTOM_RESPONSES_TOOLS: Any = [
+    {"type": "custom", "name": "note", "description": "Keeps a note."},
+    {"type": "custom", "name": "run",
+     "format": {"type": "grammar", "syntax": "regex", "definition": COMMAND_REGEX}},
+    {"type": "custom", "name": "apply_patch",
+     "format": {"type": "grammar", "syntax": "lark", "definition": PATCH_GRAMMAR}},
+]  # fmt: skip
+
+
+def custom_tool(name: str, text: str) -> str:
+    """The custom tools, careful: their input is text (a grammar's when it has one), read as text."""
+    if name == "apply_patch":
+        headers = [line for line in text.splitlines() if line.startswith("*** Update File: ")]
+        return f"patched {', '.join(h.removeprefix('*** Update File: ') for h in headers) or 'nothing'}"
+    if name == "run":
+        return f"ran {text.split(' ', 1)[0] or 'nothing'}"
+    return f"noted {len(text)} characters"
+
+
+def _custom_chat(
+    client: OpenAI, prompt: str, result: Callable[[Any], str], max_turns: int = 8
+) -> str | None:
+    """A careful Chat loop offering the custom tools (not streamed), each call answered by `result(call)`."""
+    messages: list[Any] = [{"role": "user", "content": prompt}]
+    for _ in range(max_turns):
+        choice = client.chat.completions.create(model="m", messages=messages, tools=CUSTOM_TOOLS).choices[0]
+        if choice.finish_reason in ("length", "content_filter"):
+            return None
+        messages.append(choice.message.model_dump(exclude_none=True))
+        if not choice.message.tool_calls:
+            return choice.message.content
+        for call in choice.message.tool_calls:
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result(call)})
+    return None
+
+
+def _answered(call: Any) -> str:
+    """A call of either kind answered with care: a custom call's input as text, a function's arguments."""
+    if call.type == "custom":
+        return custom_tool(call.custom.name, call.custom.input)
+    return weather(call.function.arguments)
+
+
+def uses_custom_tools(client: OpenAI, prompt: str) -> str | None:
+    """Careful: offers a free-form, a regex and a lark tool over Chat, and reads each call's input as text."""
+    return _custom_chat(client, prompt, _answered)
+
+
+def parses_custom_input_as_json(client: OpenAI, prompt: str) -> str | None:
+    """Bug: reads a custom tool's free-form input as JSON arguments (`json.loads`), as for a function."""
+    return _custom_chat(client, prompt, lambda call: str(json.loads(call.custom.input)))
+
+
+def assumes_function_calls(client: OpenAI, prompt: str) -> str | None:
+    """Bug: assumes every tool call is a function call (`tool_calls[i].function`), as loops written before
+    custom tools do."""
+    return _custom_chat(client, prompt, lambda call: weather(call.function.arguments))
+
+
+def _custom_responses(
+    client: OpenAI, prompt: str, answers: tuple[str, ...], max_turns: int = 8
+) -> str | None:
+    """A careful stateless Responses loop offering the custom tools: every output item sent back, and the
+    calls of each type in `answers` answered."""
+    items: list[Any] = [{"role": "user", "content": prompt}]
+    for _ in range(max_turns):
+        response = client.responses.create(model="m", input=items, tools=CUSTOM_RESPONSES_TOOLS, store=False)
+        if response.status == "incomplete":
+            return None
+        items += [item.model_dump(exclude_none=True) for item in response.output]
+        calls = [item for item in response.output if item.type in ("custom_tool_call", "function_call")]
+        if not calls:
+            return response.output_text
+        for call in calls:
+            if call.type in answers:
+                text = call.input if call.type == "custom_tool_call" else call.arguments
+                output = custom_tool(call.name, text)
+                items.append({"type": "custom_tool_call_output", "call_id": call.call_id, "output": output})
+    return None
+
+
+def uses_custom_tools_responses(client: OpenAI, prompt: str) -> str | None:
+    """Careful: the custom tools over the Responses API, every `custom_tool_call` answered with a
+    `custom_tool_call_output`."""
+    return _custom_responses(client, prompt, ("custom_tool_call",))
+
+
+def drops_custom_calls(client: OpenAI, prompt: str) -> str | None:
+    """Bug: answers only `function_call` items, so a `custom_tool_call` is never answered."""
+    return _custom_responses(client, prompt, ("function_call",))
