@@ -20,6 +20,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from sim.core.model import ModelRequest, ToolSpec
+from sim.fuzz.custom_inputs import draw_input
 from sim.fuzz.hosted import draw_hosted
 from sim.fuzz.schema_values import arguments as valid_arguments
 from sim.fuzz.schema_values import mistaken, satisfies
@@ -170,6 +171,12 @@ class ReplyDrawer:
         cut_short = False
         for _ in range(count):
             tool = data.draw(st.sampled_from(tools), label="tool")
+            if tool.kind == "custom":
+                call, cut_short = self._custom_call(tool, terms)
+                calls.append(call)
+                if cut_short:
+                    break  # the token limit ends the reply inside this call's input
+                continue
             kinds = _ARGUMENTS[self.profile]
             if self.profile is Profile.api and tool.name in terms.strict:
                 kinds = [kind for kind in kinds if kind in _STRICT]
@@ -207,6 +214,19 @@ class ReplyDrawer:
             if cut_short:
                 break  # the token limit ends the reply inside this call's arguments
         return ScriptedReplySpec(tool_calls=calls, finish_reason="length" if cut_short else None)
+
+    def _custom_call(self, tool: ToolSpec, terms: ReplyTerms) -> tuple[ScriptedToolCallSpec, bool]:
+        """A call of a custom tool, its input drawn from the tool's grammar (`sim.fuzz.custom_inputs`), and
+        whether the reply is cut inside it."""
+        drawn = draw_input(self.data, tool, self.profile)
+        if not drawn.honoured:
+            self.unhonoured.add(tool.name)
+        call_id = f"call_{self.calls_made + 1}"
+        self.calls_made += 1
+        self.ids.append(call_id)
+        if drawn.as_function:
+            return ScriptedToolCallSpec(id=call_id, name=tool.name, arguments=drawn.text), False
+        return ScriptedToolCallSpec(id=call_id, name=tool.name, input=drawn.text), drawn.cut
 
     def _final(self) -> ScriptedReplySpec:
         """A text that ends the run, in the request's format: a strict format's schema (cut at the token
