@@ -13,10 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
-from sim.core.errors import MessageContractError
 from sim.core.messages import HostedItem
 from sim.wire.logprobs import pieces
-from sim.wire.requests import Refused
+from sim.wire.requests import Refused, RefusedError
 
 WEB_SEARCH_TOOLS = frozenset(
     {"web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11"}
@@ -356,17 +355,17 @@ def hosted_as_sent(item: HostedItem) -> dict[str, Any]:
 
 
 def hosted_from_wire(where: str, item: Mapping[str, Any]) -> HostedItem:
-    """A hosted item a request carries back (its reply's, or an approval given); `MessageContractError` where
-    it lacks what the API requires of it."""
+    """A hosted item a request carries back (its reply's, or an approval given); `RefusedError` where it lacks
+    what the API requires of it, in its words."""
     kind = str(item.get("type"))
     item_id = item.get("id")
     if kind == "mcp_approval_response":
         if not isinstance(item.get("approval_request_id"), str):
-            raise MessageContractError(f"Missing required parameter: '{where}.approval_request_id'.")
+            raise RefusedError(_missing(f"{where}.approval_request_id"))
         if not isinstance(item.get("approve"), bool):
-            raise MessageContractError(f"Missing required parameter: '{where}.approve'.")
+            raise RefusedError(_missing(f"{where}.approve"))
     elif not isinstance(item_id, str) or not item_id:
-        raise MessageContractError(f"Missing required parameter: '{where}.id'.")
+        raise RefusedError(_missing(f"{where}.id"))
     fields = {key: value for key, value in item.items() if key not in ("type", "id")}
     return HostedItem(
         kind=kind,

@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx2
 import pytest
+import yaml
 from openai import AsyncOpenAI
 
 from sim.core.errors import ScenarioError
@@ -66,7 +67,8 @@ def _events(response: httpx2.Response) -> list[dict[str, Any]]:
                                   {"type": "mcp", "server_label": "gmail", "connector_id": "connector_gmail"},
                                   {"type": "code_interpreter", "container": "cntr_abc"}],
                          ids=["web_search", "web_search_preview", "mcp", "file_search", "code_interpreter",
-                              "image_generation", "mcp connector", "code_interpreter container id"])  # fmt: skip
+                              "image_generation", "mcp connector",
+                              "code_interpreter container id"])  # fmt: skip
 def test_a_request_offering_a_hosted_tool_is_answered_as_usual(tmp_path: Path, tool: dict[str, Any]) -> None:
     sim = simulator(tmp_path, "replies: [{content: Sunny.}]")
     (response,) = post(sim, {"model": "m", "input": "p", "tools": [tool]}, path=PATH)
@@ -82,7 +84,8 @@ def test_a_request_offering_a_hosted_tool_is_answered_as_usual(tmp_path: Path, t
         ({"type": "file_search"}, "tools[0].vector_store_ids", "missing_required_parameter",
          "Missing required parameter: 'tools[0].vector_store_ids'."),
         ({"type": "file_search", "vector_store_ids": "vs_1"}, "tools[0].vector_store_ids", "invalid_type",
-         "Invalid type for 'tools[0].vector_store_ids': expected an array of strings, but got a string instead."),
+         "Invalid type for 'tools[0].vector_store_ids': expected an array of strings, but got a string"
+         " instead."),
         ({"type": "code_interpreter"}, "tools[0].container", "missing_required_parameter",
          "Missing required parameter: 'tools[0].container'."),
         ({"type": "mcp", "server_url": "https://x"}, "tools[0].server_label", "missing_required_parameter",
@@ -171,7 +174,8 @@ def test_hosted_items_stream_with_their_own_events_each_as_the_spec_has_it(tmp_p
         "response.code_interpreter_call_code.done", "response.code_interpreter_call.interpreting",
         "response.code_interpreter_call.completed", "response.mcp_list_tools.in_progress",
         "response.mcp_list_tools.completed", "response.mcp_call.in_progress",
-        "response.mcp_call_arguments.delta", "response.mcp_call_arguments.done", "response.mcp_call.completed",
+        "response.mcp_call_arguments.delta", "response.mcp_call_arguments.done",
+        "response.mcp_call.completed",
         "response.mcp_call.failed", "response.image_generation_call.in_progress",
         "response.image_generation_call.generating", "response.image_generation_call.completed",
         "response.output_text.annotation.added",
@@ -192,7 +196,9 @@ def test_the_sdks_stream_rebuilds_the_response_the_json_reply_is(tmp_path: Path)
             return (await stream.get_final_response()).model_dump(mode="json")
 
     async def whole(client: AsyncOpenAI) -> dict[str, Any]:
-        return (await client.responses.create(**_body(include=INCLUDE))).model_dump(mode="json")
+        replied = await client.responses.create(**_body(include=INCLUDE))
+        dumped: dict[str, Any] = replied.model_dump(mode="json")
+        return dumped
 
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
@@ -203,7 +209,8 @@ def test_the_sdks_stream_rebuilds_the_response_the_json_reply_is(tmp_path: Path)
 
 
 def _unparsed(value: Any) -> Any:
-    """`value` without the `parsed` fields the SDK's stream helper adds to text parts (None without a format)."""
+    """`value` without the `parsed` fields the SDK's stream helper adds to text parts (None without a
+    format)."""
     if isinstance(value, dict):
         return {key: _unparsed(item) for key, item in value.items() if key != "parsed"}
     if isinstance(value, list):
@@ -225,20 +232,30 @@ replies:
 
 
 def test_an_mcp_approval_asked_given_and_used_statelessly_and_in_a_chain(tmp_path: Path) -> None:
-    tools = [{**MCP, "require_approval": "always"}]
+    tools: Any = [{**MCP, "require_approval": "always"}]
     for chained in (False, True):
         sim = simulator(tmp_path, MCP_APPROVAL)
 
         async def conversation(client: AsyncOpenAI) -> Any:
-            first = await client.responses.create(model="m", input="p", tools=tools)  # noqa: B023
+            first = await client.responses.create(model="m", input="p", tools=tools)
             request = next(item for item in first.output if item.type == "mcp_approval_request")
-            answer: Any = {"type": "mcp_approval_response", "approval_request_id": request.id, "approve": True}
+            answer: Any = {
+                "type": "mcp_approval_response",
+                "approval_request_id": request.id,
+                "approve": True,
+            }
             if chained:  # noqa: B023
                 return await client.responses.create(
-                    model="m", previous_response_id=first.id, input=[answer], tools=tools  # noqa: B023
+                    model="m",
+                    previous_response_id=first.id,
+                    input=[answer],
+                    tools=tools,
                 )
-            sent = [{"role": "user", "content": "p"}, *(i.model_dump(exclude_none=True) for i in first.output)]
-            return await client.responses.create(model="m", input=[*sent, answer], tools=tools)  # noqa: B023
+            sent: list[Any] = [
+                {"role": "user", "content": "p"},
+                *(i.model_dump(exclude_none=True) for i in first.output),
+            ]
+            return await client.responses.create(model="m", input=[*sent, answer], tools=tools)
 
         second = talk(sim, conversation)
         assert second.output_text == "Sunny, says the wiki."
@@ -285,7 +302,10 @@ def test_an_item_reference_is_resolved_from_the_store_and_an_unknown_one_refused
     [
         ([FILES], "has a web_search_call item, but the request offers no web_search tool"),
         ([{**MCP, "server_label": "other"}, WEB], "for MCP server 'wiki', which the request does not offer"),
-        ([{**MCP, "allowed_tools": ["search"]}, WEB], "calls 'ask' on MCP server 'wiki', but the request allows"),
+        (
+            [{**MCP, "allowed_tools": ["search"]}, WEB],
+            "calls 'ask' on MCP server 'wiki', but the request allows",
+        ),
         ([{**MCP, "allowed_tools": {"tool_names": ["search"]}}, WEB], "calls 'ask' on MCP server 'wiki'"),
     ],
     ids=["tool not offered", "other mcp server", "allowed tools", "allowed tools filter"],
@@ -308,7 +328,8 @@ def test_a_hosted_item_of_a_tool_not_offered_is_a_script_mismatch(
 
 
 def test_a_chat_request_never_gets_hosted_items(tmp_path: Path) -> None:
-    sim = simulator(tmp_path, "replies: [{hosted: [{type: web_search_call, action: {type: search, query: q}}],"
+    sim = simulator(tmp_path, "replies: [{hosted: [{type: web_search_call, action: {type: search,"
+                              " query: q}}],"
                               " content: Sunny.}]")  # fmt: skip
     body = {"model": "m", "messages": [{"role": "user", "content": "p"}]}
     (response,) = post(sim, body, path="/v1/chat/completions")
@@ -327,10 +348,12 @@ def test_a_chat_request_never_gets_hosted_items(tmp_path: Path) -> None:
         ("{hosted: [{type: mcp_call, server_label: s, name: n, surprise: 1}]}", "surprise"),
         ("{content: short, annotations: [{type: url_citation, start_index: 0, end_index: 9, url: u}]}",
          "outside the text"),
-        ("{hosted: [{type: web_search_call, action: {type: search, query: q}}], error: {status: 500, message: m}}",
+        ("{hosted: [{type: web_search_call, action: {type: search, query: q}}],"
+         " error: {status: 500, message: m}}",
          "cannot also have hosted items"),
     ],
-    ids=["no action", "find is find_in_page", "not base64", "score above 1", "not a hosted item", "unknown field",
+    ids=["no action", "find is find_in_page", "not base64", "score above 1", "not a hosted item",
+         "unknown field",
          "citation past the text", "with an error"],
 )  # fmt: skip
 def test_a_malformed_scripted_item_is_refused_when_the_scenario_loads(
@@ -350,3 +373,129 @@ def test_a_hosted_item_id_reused_across_replies_is_refused_when_the_scenario_loa
     with pytest.raises(ScenarioError) as caught:
         simulator(tmp_path, script)
     assert "reuses the hosted item id 'ws_1'" in str(caught.value)
+
+
+# Hostile: huge and nested items, untrusted text, labels and ids reused, items sent back malformed.
+
+
+def test_a_huge_scripted_item_is_served_whole_and_streamed_in_pieces(tmp_path: Path) -> None:
+    sources = ", ".join(f'{{type: url, url: "https://example.com/{n}"}}' for n in range(2000))
+    output = "x" * 1_000_000
+    script = f"""
+    replies:
+      - hosted:
+          - {{type: web_search_call, action: {{type: search, query: q, sources: [{sources}]}}}}
+          - {{type: mcp_call, server_label: wiki, name: ask, output: {output}}}
+        content: done
+    """
+    sim = simulator(tmp_path, script, cycle=True)
+    whole, streamed = post(sim, _body(include=INCLUDE), _body(include=INCLUDE, stream=True), path=PATH)
+    output_items = whole.json()["output"]
+    assert len(output_items[0]["action"]["sources"]) == 2000
+    assert output_items[1]["output"] == output
+    assert untolerated("Response", whole.json()) == []
+    events = _events(streamed)
+    done = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+    assert [{**item, "id": None} for item in done] == [{**item, "id": None} for item in output_items]
+
+
+@pytest.mark.parametrize(("depth", "kept"), [(100, True), (200, False)])
+def test_deeply_nested_scripted_fields_are_kept_as_written_within_the_loaders_bound(
+    tmp_path: Path, depth: int, kept: bool
+) -> None:
+    nested: Any = {"type": "string"}
+    for _ in range(depth // 2):
+        nested = {"type": "object", "properties": {"inner": nested}}
+    tools = [{"name": "deep", "input_schema": nested}]
+    script = {"replies": [{"hosted": [{"type": "mcp_list_tools", "server_label": "wiki", "tools": tools}]}]}
+    if not kept:
+        with pytest.raises(ScenarioError, match="nested deeper than"):
+            simulator(tmp_path, json.dumps(script))
+        return
+    (response,) = post(simulator(tmp_path, json.dumps(script)), _body(), path=PATH)
+    assert response.status_code == 200
+    assert response.json()["output"][0]["tools"][0]["input_schema"] == nested
+
+
+UNTRUSTED = "\x1b[31mred\x1b[0m </script><script>alert(1)</script> {{ jinja }} ${shell} \u202etxt \U0001f600"
+
+
+def test_untrusted_text_in_scripted_items_is_served_exactly(tmp_path: Path) -> None:
+    text = UNTRUSTED
+    hosted = [
+        {"type": "web_search_call", "action": {"type": "search", "query": text}},
+        {"type": "code_interpreter_call", "code": text, "outputs": [{"type": "logs", "logs": text}]},
+        {"type": "mcp_call", "server_label": "wiki", "name": "ask", "arguments": text, "error": text},
+    ]
+    cited = [{"type": "url_citation", "start_index": 0, "end_index": 3, "url": text, "title": text}]
+    script = yaml.safe_dump({"replies": [{"hosted": hosted, "content": text, "annotations": cited}]})
+    sim = simulator(tmp_path, script, cycle=True)
+    whole, streamed = post(sim, _body(include=INCLUDE), _body(include=INCLUDE, stream=True), path=PATH)
+    search, code, call, message = whole.json()["output"]
+    assert search["action"]["query"] == code["code"] == code["outputs"][0]["logs"] == UNTRUSTED
+    assert call["arguments"] == call["error"] == UNTRUSTED
+    assert message["content"][0]["annotations"][0]["title"] == UNTRUSTED
+    deltas = "".join(
+        e["delta"] for e in _events(streamed) if e["type"] == "response.code_interpreter_call_code.delta"
+    )
+    assert deltas == UNTRUSTED
+
+
+def test_an_mcp_server_label_reused_across_turns_is_judged_by_each_request(tmp_path: Path) -> None:
+    script = """
+    replies:
+      - hosted: [{type: mcp_list_tools, server_label: wiki, tools: [{name: ask}]}]
+        content: listed
+      - hosted: [{type: mcp_call, server_label: wiki, name: ask, output: one}]
+        content: first call
+      - hosted: [{type: mcp_call, server_label: wiki, name: ask, output: two}]
+        content: second call
+    """
+    sim = simulator(tmp_path, script)
+    elsewhere = {**MCP, "server_url": "https://elsewhere.example.com"}  # the same label, another server
+    listed, called, unoffered = post(
+        sim,
+        {"model": "m", "input": "p", "tools": [MCP]},
+        {"model": "m", "input": "p", "tools": [elsewhere]},
+        {"model": "m", "input": "p", "tools": [{**MCP, "server_label": "docs"}]},
+        path=PATH,
+    )
+    assert listed.status_code == called.status_code == 200
+    assert [item["id"] for item in listed.json()["output"]] != [
+        item["id"] for item in called.json()["output"]
+    ]
+    assert unoffered.status_code == 400
+    assert unoffered.json()["error"]["code"] == "sim_script_mismatch"
+
+
+@pytest.mark.parametrize(
+    ("item", "param"),
+    [
+        ({"type": "web_search_call", "status": "completed", "action": {"type": "search", "query": "q"}},
+         "input[1].id"),
+        ({"type": "mcp_approval_response", "approve": True}, "input[1].approval_request_id"),
+        ({"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": "yes"},
+         "input[1].approve"),
+    ],
+    ids=["hosted item without id", "approval without request", "approval not a boolean"],
+)  # fmt: skip
+def test_a_malformed_hosted_item_sent_back_is_refused_in_the_apis_words(
+    tmp_path: Path, item: dict[str, Any], param: str
+) -> None:
+    sim = simulator(tmp_path, "replies: [{content: never}]")
+    (response,) = post(sim, {"model": "m", "input": [{"role": "user", "content": "p"}, item]}, path=PATH)
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == param
+    assert response.json()["error"]["message"] == f"Missing required parameter: '{param}'."
+
+
+@pytest.mark.parametrize(("depth", "status"), [(120, 200), (5000, 400)])
+def test_a_hosted_item_sent_back_deeply_nested_is_kept_or_refused_never_a_crash(
+    tmp_path: Path, depth: int, status: int
+) -> None:
+    action = '{"deeper":' * depth + '"q"' + "}" * depth
+    item = f'{{"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {action}}}'
+    body = f'{{"model": "m", "input": [{{"role": "user", "content": "p"}}, {item}]}}'.encode()
+    sim = simulator(tmp_path, "replies: [{content: ok}]")
+    (response,) = post(sim, body, path=PATH, raise_app_exceptions=False)
+    assert response.status_code == status, response.text[:300]
