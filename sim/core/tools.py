@@ -19,7 +19,7 @@ from pydantic_core.core_schema import ModelSchema
 from sim.core.errors import AgentError, ConfigurationError
 from sim.core.json_text import loads
 from sim.core.messages import ToolCall
-from sim.core.model import ToolSpec
+from sim.core.model import InputGrammar, ToolKind, ToolSpec
 
 ToolEffect = Literal["read", "write", "execute"]
 """What a tool does to the world; shown to the approver."""
@@ -100,6 +100,12 @@ class ToolDefinition:
     handler: ToolHandler
     parameters: Mapping[str, Any] | None = None
     """A JSON Schema shown instead of the input model's, for tools scripted or replayed from a recording."""
+    kind: ToolKind = "function"
+    """A custom tool takes free-form input (its handler gets a `CustomInput`), not JSON arguments."""
+    grammar: InputGrammar | None = None
+    """The grammar a custom tool's input matches, shown to the model; None for free text."""
+    strict: bool = False
+    """A strict function: offered with `strict`, its arguments always match its `parameters`."""
 
     def __post_init__(self) -> None:
         if not TOOL_NAME.fullmatch(self.name):
@@ -108,10 +114,20 @@ class ToolDefinition:
             raise ConfigurationError(f"tool description must not be empty: {self.name}")
 
     def spec(self) -> ToolSpec:
-        """The name, description and JSON Schema the model is offered."""
+        """The name, description and JSON Schema the model is offered (a custom tool's grammar instead)."""
+        if self.kind == "custom":
+            return ToolSpec(self.name, self.description, {}, "custom", self.grammar)
         if self.parameters is not None:
-            return ToolSpec(self.name, self.description, dict(self.parameters))
+            return ToolSpec(self.name, self.description, dict(self.parameters), strict=self.strict)
         return ToolSpec(self.name, self.description, copy.deepcopy(_schema_of(self.input_model)))
+
+
+class CustomInput(BaseModel):
+    """What a custom tool's handler gets: the free-form text the model sent."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input: str
 
 
 class AnyArguments(BaseModel):
@@ -162,6 +178,11 @@ class ToolSnapshot:
         tool = self._tools.get(call.name)
         if tool is None:
             return ToolResult.error("unknown_tool", f"Unknown tool: {call.name}")
+        if (tool.kind == "custom") != (call.kind == "custom"):
+            takes = "free-form input" if tool.kind == "custom" else "JSON arguments"
+            return ToolResult.error("invalid_arguments", f"Tool {call.name} takes {takes}")
+        if tool.kind == "custom":
+            return PreparedCall(call, tool, CustomInput(input=call.arguments))
         try:
             parsed = loads(call.arguments, strict=True)
         except ValueError:

@@ -11,7 +11,7 @@ from sim.core.approval import AllowAllApprover, Approver, DenyAllApprover
 from sim.core.calls import call_key
 from sim.core.errors import ScenarioError
 from sim.core.messages import AssistantMessage, HostedItem, Reasoning, TextItem, ToolCall
-from sim.core.model import ModelReply
+from sim.core.model import InputGrammar, ModelReply
 from sim.core.scripted import (
     ScriptedApprover,
     ScriptedCommandRunner,
@@ -126,6 +126,9 @@ def build_world(scenario: Scenario) -> ScriptedWorld:
                     tool.effect,
                     results.answer,
                     parameters=tool.parameters,
+                    kind="function" if tool.format is None else "custom",
+                    grammar=_grammar(tool),
+                    strict=tool.strict,
                 )
             )
             if tool.available_after is None:
@@ -133,6 +136,14 @@ def build_world(scenario: Scenario) -> ScriptedWorld:
             else:
                 waiting.setdefault(tool.available_after, []).append(definition)
     return ScriptedWorld(commands, approver, tools, results)
+
+
+def _grammar(tool: ScriptedToolSpec) -> InputGrammar | None:
+    """The grammar a scripted custom tool declares, or None (free text, or a function)."""
+    form = tool.format
+    if form is None or form.syntax is None or form.definition is None:
+        return None
+    return InputGrammar(form.syntax, form.definition)
 
 
 def _result(spec: str | ScriptedResultSpec) -> ToolResult | Exception:

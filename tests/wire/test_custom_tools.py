@@ -5,6 +5,7 @@ SDK and its stream accumulator, their calls and outputs sent back, the grammar a
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from pathlib import Path
@@ -14,12 +15,23 @@ import pytest
 from openai import AsyncOpenAI
 
 from sim.core.errors import ScenarioError
-from sim.core.messages import AssistantMessage, ToolCall
+from sim.core.messages import (
+    AssistantMessage,
+    ChatMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+)
 from sim.core.model import InputGrammar, ModelReply, ModelRequest, ToolSpec
+from sim.core.tools import AnyArguments, CustomInput, PreparedCall, ToolDefinition, ToolRegistry, ToolResult
+from sim.player import Via, play_file
 from sim.scenario import load_scenario
+from sim.wire import Api
 from sim.wire.chat.client import reply_from_wire as chat_reply
 from sim.wire.chat.client import tool_to_wire as chat_tool
 from sim.wire.custom_tools import GRAMMAR_CHARS, input_problem
+from sim.wire.responses.client import ItemEncoder
 from sim.wire.responses.client import reply_from_wire as responses_reply
 from sim.wire.responses.client import tool_to_wire as responses_tool
 from tests.host.in_process import post, simulator, talk
@@ -433,6 +445,65 @@ class TestScenarios:
         )
         with pytest.raises(ScenarioError, match=r"tools\[0\]\.format\.definition: the regex grammar cannot"):
             load_scenario(path)
+
+
+PLAYED = f"""
+prompt: p
+tools:
+  - {{name: cmd, format: {{type: grammar, syntax: regex, definition: '{REGEX}'}}}}
+  - {{name: note, format: {{type: text}}}}
+results: {{call_1: listed, call_2: noted}}
+replies:
+  - tool_calls: [{{name: cmd, input: ls 1}}, {{name: note, input: "not {{json"}}]
+    expect_request: {{tools: [cmd, note]}}
+  - content: done
+expect:
+  final_text: done
+  tool_results: {{call_1: {{content: listed}}, call_2: {{content: noted}}}}
+"""
+
+
+@pytest.mark.parametrize("api", [Api.chat, Api.responses])
+@pytest.mark.parametrize("via", ["direct", "sdk"])
+def test_the_loop_plays_a_scenario_with_custom_tools(tmp_path: Path, api: Api, via: Via) -> None:
+    """sim's own loop offers the scenario's custom tools as custom tools and hands their input over as text;
+    over the Responses API their results go back as `custom_tool_call_output` items."""
+    path = tmp_path / "s.yaml"
+    path.write_text(PLAYED)
+    report = asyncio.run(play_file(path, via=via, api=api))
+    assert report.problems == () and report.outcome == "completed", report.problems
+
+
+def test_the_responses_client_answers_custom_calls_with_their_own_items() -> None:
+    custom = ToolCall(id="c1", name="note", arguments="x", kind="custom")
+    function = ToolCall(id="c2", name="f", arguments="{}")
+    messages: list[ChatMessage] = [
+        SystemMessage(content="s"),
+        UserMessage(content="p"),
+        AssistantMessage(tool_calls=(custom, function)),
+        ToolMessage(tool_call_id="c1", content="a"),
+        ToolMessage(tool_call_id="c2", content="b"),
+    ]
+    body = json.loads(ItemEncoder().body(ModelRequest(messages), {"model": "m"}))
+    assert [item.get("type") for item in body["input"]][-4:] == [
+        "custom_tool_call",
+        "function_call",
+        "custom_tool_call_output",
+        "function_call_output",
+    ]
+    assert untolerated("CreateResponse", body) == []
+
+
+def test_a_custom_tool_gets_its_input_and_a_function_call_of_it_is_an_error_result() -> None:
+    tool = ToolDefinition(
+        "note", "Notes.", AnyArguments, "read", lambda arguments, context: ToolResult.ok("ok"), kind="custom"
+    )
+    snapshot = ToolRegistry([tool]).snapshot()
+    prepared = snapshot.prepare(ToolCall(id="c", name="note", arguments="{not json", kind="custom"))
+    assert isinstance(prepared, PreparedCall) and prepared.arguments == CustomInput(input="{not json")
+    refused = snapshot.prepare(ToolCall(id="c", name="note", arguments="{}"))
+    assert isinstance(refused, ToolResult) and refused.error_code == "invalid_arguments"
+    assert tool.spec() == ToolSpec("note", "Notes.", {}, "custom")
 
 
 def test_function_calls_dump_as_before() -> None:

@@ -28,13 +28,13 @@ from sim.wire.responses.items import (
     reasoning_from_wire,
     text_item_from_wire,
 )
+from sim.wire.text_format import responses_format_fields
 
 INCOMPLETE_REASONS: dict[str, FinishReason] = {
     "max_output_tokens": "length",
     "content_filter": "content_filter",
 }
 """`incomplete_details.reason` as the loop's finish reason."""
-
 
 REPLY_LIMIT = "max_output_tokens"
 """The request field that caps a reply's tokens."""
@@ -54,7 +54,7 @@ def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
         "name": spec.name,
         "description": spec.description,
         "parameters": dict(spec.parameters),
-        "strict": False,
+        "strict": spec.strict,
     }
 
 
@@ -79,12 +79,14 @@ def request_fields(
 class ItemEncoder:
     """Builds request bodies as bytes; the items a growing history already sent are not encoded again."""
 
-    __slots__ = ("_encoded", "_previous", "_tools")
+    __slots__ = ("_custom_calls", "_encoded", "_previous", "_tools")
 
     def __init__(self) -> None:
         self._previous: Sequence[ChatMessage] = ()
         self._encoded = GrowingItems()
         """Each history message's items (without the system prompt), comma-joined."""
+        self._custom_calls: set[str] = set()
+        """The ids of the custom tool calls encoded: their results are `custom_tool_call_output` items."""
         self._tools = EncodedTools(tool_to_wire)
 
     def body(self, request: ModelRequest, fields: Mapping[str, Any], *, start: int = 0) -> bytes:
@@ -96,9 +98,14 @@ class ItemEncoder:
         if new is None:
             self._encoded.clear()
             new = messages[1:] if has_system else messages
-        self._encoded.extend(b",".join(dumps(item) for item in message_to_items(m)) for m in new)
+        for m in new:
+            if isinstance(m, AssistantMessage):
+                self._custom_calls.update(call.id for call in m.tool_calls if call.kind == "custom")
+        custom = self._custom_calls
+        self._encoded.extend(b",".join(dumps(item) for item in message_to_items(m, custom)) for m in new)
         self._previous = messages
         head = {**fields, "instructions": messages[0].content} if has_system else dict(fields)
+        head.update(responses_format_fields(request.output))
         return assemble(head, "input", self._encoded.joined(start), self._tools.of(request.tools))
 
 

@@ -5,7 +5,7 @@ reading of requests and the server."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from typing import Any
 
 from sim.core.errors import ModelReplyError
@@ -20,8 +20,8 @@ from sim.core.messages import (
     ToolMessage,
     UserMessage,
 )
-from sim.wire.replies import checked_call, well_formed
 from sim.wire.hosted import hosted_as_sent
+from sim.wire.replies import checked_call, well_formed
 
 
 def reasoning_to_wire(reasoning: Reasoning) -> dict[str, Any]:
@@ -82,14 +82,16 @@ def call_to_wire(call: ToolCall) -> dict[str, Any]:
     return {"type": "function_call", "call_id": call.id, "name": call.name, "arguments": call.arguments}
 
 
-def message_to_items(message: ChatMessage) -> list[dict[str, Any]]:
-    """One message as the input items the API takes (an assistant turn may be several)."""
+def message_to_items(message: ChatMessage, custom_calls: Container[str] = ()) -> list[dict[str, Any]]:
+    """One message as the input items the API takes (an assistant turn may be several); the result of a
+    call whose id is in `custom_calls` (a custom tool's) is a `custom_tool_call_output`."""
     if isinstance(message, SystemMessage):
         return [{"role": "developer", "content": message.content}]
     if isinstance(message, UserMessage):
         return [{"role": "user", "content": message.content}]
     if isinstance(message, ToolMessage):
-        return [{"type": "function_call_output", "call_id": message.tool_call_id, "output": message.content}]
+        kind = "custom_tool_call_output" if message.tool_call_id in custom_calls else "function_call_output"
+        return [{"type": kind, "call_id": message.tool_call_id, "output": message.content}]
     if message.items:
         items = [
             reasoning_to_wire(part)
