@@ -139,6 +139,8 @@ def fuzz(
             )
         if note := campaign.unhonoured_note():
             out.print(visible(note), markup=False)
+        if note := campaign.unanswered_note():
+            out.print(Text(f"! {note}", style="yellow"))
         _say(campaign.violations)
         if campaign.saved is not None:
             again = f"sim fuzz --target {target} --replay {campaign.saved}"

@@ -34,6 +34,7 @@ from hypothesis.database import ExampleDatabase
 
 from sim.cassette.writer import to_yaml
 from sim.core.calls import results_in_history
+from sim.core.counts import counted
 from sim.core.errors import ConfigurationError
 from sim.core.model import ModelRequest
 from sim.core.problems import Problem, ProblemKind
@@ -408,6 +409,20 @@ class TargetCampaign:
     unsimulated_example: str | None = None
     unhonoured: set[str] = field(default_factory=set)
     """Tools whose valid arguments could not always be drawn (see `unhonoured_note`)."""
+    calling_runs: int = 0
+    """Runs served at least one reply that called a tool and finished (see `unanswered_note`)."""
+
+    def unanswered_note(self) -> str | None:
+        """What the summary says when calls were served but not one result ever came back: no invariant is
+        broken (a target may end on a call, as an extractor does), but a loop meant to run tools never saw
+        a call, as a loop reading `tool_calls` does when it offers the deprecated `functions`."""
+        if not self.calling_runs or self.round_trips:
+            return None
+        return (
+            f"{counted(self.calling_runs, 'run')} got tool calls, and the target never sent one result back:"
+            " if it means to run tools, it does not see their calls (for the deprecated `functions`, a call"
+            " is in `message.function_call`)"
+        )
 
     def unhonoured_note(self) -> str | None:
         """What the summary says of tools whose schemas the generator could not always meet, if any."""
@@ -425,6 +440,8 @@ class TargetCampaign:
         self.runs += 1
         self.requests += run.received
         self.round_trips += round_trips(run)
+        calling = any(kind_of(spec) == "calls" and spec.finish() == "tool_calls" for _, spec in run.served)
+        self.calling_runs += calling and unsimulated(run) is None
         if (why := unsimulated(run)) is not None:
             self.unsimulated += 1
             self.unsimulated_example = self.unsimulated_example or why

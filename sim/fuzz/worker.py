@@ -267,6 +267,7 @@ def _campaign_json(campaign: TargetCampaign) -> dict[str, Any]:
         "unsimulated": campaign.unsimulated,
         "unsimulated_example": campaign.unsimulated_example,
         "unhonoured": sorted(campaign.unhonoured),
+        "calling_runs": campaign.calling_runs,
         "failure": None
         if failure is None
         else {
@@ -289,6 +290,7 @@ def _campaign_of(spec: str, profile: Profile, allow: tuple[str, ...], data: dict
         unsimulated=data["unsimulated"],
         unsimulated_example=data["unsimulated_example"],
         unhonoured=set(data["unhonoured"]),
+        calling_runs=data["calling_runs"],
     )
     if (failure := data["failure"]) is not None:
         campaign.failure = _run_of(failure)

@@ -862,3 +862,14 @@ def uses_custom_tools_responses(client: OpenAI, prompt: str) -> str | None:
 def drops_custom_calls(client: OpenAI, prompt: str) -> str | None:
     """Bug: answers only `function_call` items, so a `custom_tool_call` is never answered."""
     return _custom_responses(client, prompt, ("function_call",))
+
+
+def legacy_never_sees_its_calls(client: OpenAI, prompt: str) -> str | None:
+    """Bug, quiet: offers the deprecated `functions` but looks for calls in `message.tool_calls` only, so a
+    reply carrying a `function_call` is taken for its (empty) answer; it raises nothing and asks nothing
+    more, so no invariant breaks: the campaign can only say that no call was ever answered."""
+    completion = client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": prompt}], functions=FUNCTIONS
+    )
+    message = completion.choices[0].message
+    return None if message.tool_calls else message.content

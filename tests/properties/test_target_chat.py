@@ -12,6 +12,7 @@ import pytest
 from sim.fuzz.target import findings, fuzz_target, replay_target, target_of
 from sim.fuzz.terms import Profile
 from tests.fuzz import targets
+from tests.fuzz.test_target import fuzz
 
 CAREFUL = [targets.forces_its_tool, targets.calls_legacy_functions]
 BROKEN = [  # (the loop, the finding that shows its bug)
@@ -44,3 +45,21 @@ def test_the_legacy_loop_sees_function_calls_and_answers_them_under_the_hostile_
     campaign = fuzz_target(targets.calls_legacy_functions, examples=30, seed=0, profile=Profile.hostile)
     assert campaign.round_trips > 0
     assert all(v.invariant != "crash" for v in campaign.violations), campaign.violations
+
+
+def test_a_campaign_whose_calls_were_never_answered_says_so() -> None:
+    """No invariant breaks when a loop takes a function call for its answer and stops (an extractor may end
+    on a call), but the summary no longer says only that every invariant held: it says no call came back."""
+    quiet = fuzz_target(targets.legacy_never_sees_its_calls, examples=30, seed=0, profile=Profile.api)
+    assert quiet.violations == [] and quiet.round_trips == 0 and quiet.calling_runs > 0
+    note = quiet.unanswered_note()
+    assert note is not None and "message.function_call" in note
+    careful = fuzz_target(targets.calls_legacy_functions, examples=20, seed=0, profile=Profile.api)
+    assert careful.calling_runs > 0 and careful.unanswered_note() is None
+
+
+def test_the_cli_says_no_call_was_answered() -> None:
+    done = fuzz("--target", "tests.fuzz.targets:legacy_never_sees_its_calls", "--examples", "15")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 tool calls answered" in done.stdout
+    assert "got tool calls, and the target never sent one result back" in done.stdout
