@@ -32,13 +32,16 @@ version, which raised the first ones, 100 properties and 5 levels):
   15,000 characters ("Expected at most 15000 total characters across enum values when there are more than
   250 enum values, but received 15342. ...").
 - `MAX_STRING_LENGTH`: 120,000 characters of property names, definition names, enum and const values. No
-  refusal of it has been reported; sim words it as the enum limits are worded.
+  refusal of it has been reported: sim words it as the enum limits are worded.
 
 The messages follow each refusal the API was seen to send (the text after "Invalid schema for function
 'NAME': " or "Invalid schema for response_format 'NAME': "); where none was seen (a non-object schema
-where a schema belongs, a root `anyOf`, a `$ref` to a missing definition) sim says it in the same style.
-A schema is judged once per request: one walk over its nodes, with a stack rather than recursion, so a
-hostile schema (deep, wide, cyclic through `$ref`) costs its size and no more.
+where a schema belongs, a root `anyOf`, a `$ref` to a missing definition) sim says it in the same style;
+so too the 120,000-character limit.
+
+A schema is judged in one walk over its nodes, with a stack rather than recursion, so a hostile schema
+(deep, wide, cyclic through `$ref`) costs its size and no more; and as a conversation sends the same tools
+with every request, each judgement of a small schema is kept under its JSON text.
 """
 
 from __future__ import annotations
@@ -77,7 +80,7 @@ _LISTED = ("anyOf", "prefixItems")
 """Keywords whose values list schemas."""
 _DEEPER = frozenset({"properties", "items", "prefixItems"})
 """The steps that nest a level deeper (a property's value, an array's items)."""
-_KEPT_LENGTH = 65_536
+_KEPT_LENGTH = 16_384
 """The longest schema (as JSON text) whose judgement is kept."""
 _OPT_OUT = "Consider reducing the number of enums, or use 'strict: false' to opt out of structured outputs."
 
