@@ -8,6 +8,7 @@ profile may also send text off the grammar, or call the custom tool with functio
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +61,7 @@ def draw_input(data: Any, tool: ToolSpec, profile: Profile) -> DrawnInput:
     else:
         try:
             text = data.draw(_grammar_inputs(grammar), label="grammar input")
-        except (HypothesisException, ValueError, TypeError, RecursionError, NotImplementedError):
+        except (HypothesisException, re.error, ValueError, TypeError, RecursionError, NotImplementedError):
             text = ""  # a grammar hypothesis cannot draw from
             honoured = False
         else:
