@@ -1,6 +1,6 @@
 """What Chat Completions refuses of a request's parameters, in the API's words: `tool_choice` or
-`parallel_tool_calls` with no tools (a framework that drops its tools on the last turn), an empty `tools`
-list, `max_tokens` on a reasoning model (o-series, GPT-5: they take `max_completion_tokens`), an unknown
+`parallel_tool_calls` with no tools (a framework that drops its tools on the last turn), `max_tokens` on a
+reasoning model (o-series, GPT-5: they take `max_completion_tokens`), an unknown
 `service_tier`, and what the deprecated `functions` allow (`sim.wire.chat.legacy`)."""
 
 from __future__ import annotations
@@ -28,12 +28,6 @@ def _only_with_tools(name: str) -> Refused:
 def refused_chat_request(body: Mapping[str, Any]) -> Refused | None:
     """The first of this module's refusals `body` meets, or None."""
     tools = body.get("tools")
-    if isinstance(tools, list) and not tools:
-        message = (
-            "Invalid 'tools': empty array. Expected an array with minimum length 1, but got an empty array"
-            " instead."
-        )
-        return Refused(message, "tools", "empty_array")
     if not tools:
         if body.get("tool_choice") not in (None, "none"):
             return _only_with_tools("tool_choice")
