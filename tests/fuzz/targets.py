@@ -791,9 +791,7 @@ def custom_tool(name: str, text: str) -> str:
     return f"noted {len(text)} characters"
 
 
-def _custom_chat(
-    client: OpenAI, prompt: str, result: Callable[[Any], str], max_turns: int = 8
-) -> str | None:
+def _custom_chat(client: OpenAI, prompt: str, result: Callable[[Any], str], max_turns: int = 8) -> str | None:
     """A careful Chat loop offering the custom tools (not streamed), each call answered by `result(call)`."""
     messages: list[Any] = [{"role": "user", "content": prompt}]
     for _ in range(max_turns):
