@@ -21,15 +21,18 @@ class NotSimulated(Exception):
     """A reply sim cannot draw as the API would send it: the run is counted as not simulated."""
 
 
-def draw_hosted(data: Any, hosted: Sequence[Mapping[str, Any]], spec: ScriptedReplySpec) -> ScriptedReplySpec:
-    """`spec` with a hosted tool's call before its text and calls, sometimes (one of the tools offered);
-    `NotSimulated` where the request, or the call drawn, asks what sim cannot make up."""
+def draw_hosted(
+    data: Any, hosted: Sequence[Mapping[str, Any]], spec: ScriptedReplySpec, forced: str | None = None
+) -> ScriptedReplySpec:
+    """`spec` with a hosted tool's call before its text and calls: sometimes one of the tools offered, always
+    the one `tool_choice` forces (`forced`); `NotSimulated` where the request, or the call drawn, asks what
+    sim cannot make up."""
     if (why := undrawable(hosted)) is not None:
         raise NotSimulated(why)
     if spec.malformed:
         return spec
     kinds = sorted({tool_kind(tool) for tool in hosted})
-    kind = data.draw(st.sampled_from([None, None, *kinds]), label="hosted tool called")
+    kind = forced or data.draw(st.sampled_from([None, None, *kinds]), label="hosted tool called")
     if kind is None:
         return spec
     if kind in UNDRAWN_CALLS:

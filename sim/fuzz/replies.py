@@ -108,7 +108,7 @@ class ReplyDrawer:
         draw what the API would send)."""
         spec = self._drawn(request, terms)
         if self.profile is Profile.api and terms is not None and terms.hosted and spec.error is None:
-            spec = draw_hosted(self.data, terms.hosted, spec)
+            spec = draw_hosted(self.data, terms.hosted, spec, terms.hosted_choice)
         return spec
 
     def _drawn(self, request: ModelRequest, terms: ReplyTerms | None = None) -> ScriptedReplySpec:

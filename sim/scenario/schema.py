@@ -11,7 +11,7 @@ from sim.core.calls import CallRef
 from sim.core.commands import DEFAULT_MAX_CHARS, DEFAULT_TIMEOUT_SECONDS
 from sim.core.errors import ScenarioError
 from sim.core.messages import HostedItem
-from sim.core.model import FinishReason
+from sim.core.model import FinishReason, OutputFormat
 from sim.core.outcome import Outcome
 from sim.core.scripted import ScriptedCommand
 from sim.core.tools import CODE_IFF_ERROR, TOOL_NAME
@@ -317,6 +317,10 @@ class ResponseFormatSpec(_Strict):
         description="Strict (Structured Outputs): the schema must be in the strict subset, and every scripted"
         " text that ends with `stop` must match it.",
     )
+
+    def output(self) -> OutputFormat:
+        """The format as the loop asks it of every request."""
+        return OutputFormat(self.name, self.schema_, self.strict)
 
 
 class Scenario(_Strict):

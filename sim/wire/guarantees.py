@@ -10,8 +10,8 @@ from sim.core.messages import HostedItem
 from sim.core.model import ModelReply
 from sim.wire.chat.legacy import legacy_contradiction
 from sim.wire.custom_tools import custom_call_problem
+from sim.wire.hosted import unforced, unoffered
 from sim.wire.requests import Asked
-from sim.wire.hosted import unoffered
 from sim.wire.text_format import REPLY, format_problem, strict_arguments_problem
 from sim.wire.tool_choice import contradicts_tool_choice
 
@@ -41,9 +41,12 @@ def _strict_arguments(asked: Asked, reply: ModelReply) -> str | None:
 
 
 def _hosted_offered(asked: Asked, reply: ModelReply) -> str | None:
-    """A hosted tool's items come only from a hosted tool the request offers (an MCP server by its label)."""
+    """A hosted tool's items come only from a hosted tool the request offers (an MCP server by its label),
+    and a hosted tool `tool_choice` forces is used."""
     items = [part for part in reply.message.items if isinstance(part, HostedItem)]
-    return unoffered(asked.terms.hosted, items) if items else None
+    forced, choice = asked.terms.hosted_choice, asked.body.get("tool_choice")
+    label = choice.get("server_label") if isinstance(choice, dict) else None
+    return unforced(forced, items, label) or (unoffered(asked.terms.hosted, items) if items else None)
 
 
 def _one_legacy_call(asked: Asked, reply: ModelReply) -> str | None:

@@ -560,3 +560,46 @@ def drawn_call(
             {"type": "code_interpreter_call", "code": code, "outputs": [{"type": "logs", "logs": words}]}
         ], []
     return [], []
+
+
+HOSTED_CHOICES = frozenset(
+    {"web_search_preview", "web_search_preview_2025_03_11", "file_search", "code_interpreter",
+     "image_generation", "mcp"}
+)  # fmt: skip
+"""The `tool_choice` types that force a hosted tool (a web search of any type; an MCP server's by its
+`server_label`), as the spec lists them."""
+
+
+def forced_hosted(choice: Any) -> str | None:
+    """The hosted tool a `tool_choice` forces (`web_search` for any web search type), or None."""
+    if isinstance(choice, Mapping) and choice.get("type") in HOSTED_CHOICES:
+        return tool_kind(choice)
+    return None
+
+
+def refused_hosted_choice(choice: Mapping[str, Any], tools: Any) -> Refused | None:
+    """A `tool_choice` forcing a hosted tool the request does not offer (an MCP server by its label), in the
+    API's words."""
+    kind = tool_kind(choice)
+    label = choice.get("server_label")
+    if kind == "mcp" and not isinstance(label, str):
+        return _missing("tool_choice.server_label")
+    offered = [tool for tool in offered_hosted(tools) if tool_kind(tool) == kind]
+    if kind == "mcp":
+        offered = [tool for tool in offered if tool.get("server_label") == label]
+    if not offered:
+        return Refused(f"Tool choice '{choice.get('type')}' not found in 'tools' parameter.", "tool_choice")
+    return None
+
+
+def unforced(forced: str | None, items: Sequence[HostedItem], label: Any = None) -> str | None:
+    """How a reply ignores the hosted tool its request's `tool_choice` forces (an MCP server's: by `label`),
+    or None."""
+    if forced is None:
+        return None
+    for item in items:
+        if ITEM_TOOL.get(item.kind) == forced and (
+            forced != "mcp" or item.data().get("server_label") == label
+        ):
+            return None
+    return f"the request says tool_choice {forced!r}, but the scripted reply has no {forced} item"

@@ -145,6 +145,8 @@ class ReplyTerms:
     hosted: tuple[Mapping[str, Any], ...] = ()
     """The hosted tools offered (web search, MCP servers, ...), as the request wrote them: the only ones
     whose items a reply may hold."""
+    hosted_choice: str | None = None
+    """The hosted tool `tool_choice` forces (`web_search`, `mcp`, ...): every reply holds one of its items."""
     legacy_call_id: str | None = None
     """Set when the request offers Chat's deprecated `functions`: its reply holds one call at most, sent as
     a `function_call` that carries no id on the wire; this is the id sim gives it (where the reply will

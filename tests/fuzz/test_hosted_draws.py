@@ -68,3 +68,13 @@ def test_a_request_without_hosted_tools_gets_no_hosted_items(data: Any) -> None:
     drawer = ReplyDrawer(data, Profile.api)
     spec = drawer.draw(ModelRequest([UserMessage(content="p")], ()), ReplyTerms())
     assert spec.hosted == [] and spec.annotations == []
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.data())
+def test_a_hosted_tool_that_tool_choice_forces_is_always_drawn(data: Any) -> None:
+    drawer = ReplyDrawer(data, Profile.api)
+    terms = ReplyTerms(hosted=DRAWABLE, hosted_choice="file_search")
+    spec = drawer.draw(ModelRequest([UserMessage(content="p")], ()), terms)
+    if spec.error is None and not spec.malformed:
+        assert [entry["type"] for entry in spec.hosted] == ["file_search_call"]

@@ -499,3 +499,39 @@ def test_a_hosted_item_sent_back_deeply_nested_is_kept_or_refused_never_a_crash(
     sim = simulator(tmp_path, "replies: [{content: ok}]")
     (response,) = post(sim, body, path=PATH, raise_app_exceptions=False)
     assert response.status_code == status, response.text[:300]
+
+
+FORCED = """
+replies:
+  - {hosted: [{type: web_search_call, action: {type: search, query: q}}], content: Sunny.}
+"""
+
+
+@pytest.mark.parametrize(
+    ("choice", "tools", "status", "says"),
+    [
+        ({"type": "web_search_preview"}, [WEB], 200, None),
+        ({"type": "web_search_preview_2025_03_11"}, [{"type": "web_search_preview"}], 200, None),
+        ({"type": "image_generation"}, [WEB], 400,
+         "Tool choice 'image_generation' not found in 'tools' parameter."),
+        ({"type": "mcp", "server_label": "docs"}, [WEB, MCP], 400,
+         "Tool choice 'mcp' not found in 'tools' parameter."),
+        ({"type": "mcp"}, [WEB, MCP], 400, "Missing required parameter: 'tool_choice.server_label'."),
+        ({"type": "file_search"}, [WEB, FILES], 400,
+         "the request says tool_choice 'file_search', but the scripted reply has no file_search item"),
+    ],
+    ids=["web search forced", "a dated web search", "not offered", "mcp label not offered",
+         "mcp without label",
+         "forced tool unused"],
+)  # fmt: skip
+def test_a_tool_choice_forcing_a_hosted_tool(
+    tmp_path: Path, choice: dict[str, Any], tools: list[Any], status: int, says: str | None
+) -> None:
+    sim = simulator(tmp_path, FORCED)
+    (response,) = post(sim, {"model": "m", "input": "p", "tools": tools, "tool_choice": choice}, path=PATH)
+    assert response.status_code == status, response.text
+    if says is not None:
+        assert says in response.json()["error"]["message"]
+    else:
+        assert response.json()["tool_choice"] == choice
+        assert untolerated("Response", response.json()) == []

@@ -23,6 +23,14 @@ from sim.core.model import ModelReply, ModelRequest
 from sim.core.strict_schema import strict_by_default
 from sim.wire import STORE_LIMIT_BYTES
 from sim.wire.chat.protocol import estimate_usage
+from sim.wire.hosted import (
+    forced_hosted,
+    is_reference,
+    minted,
+    offered_hosted,
+    refused_hosted,
+    refused_hosted_choice,
+)
 from sim.wire.requests import (
     CREATED,
     Asked,
@@ -40,7 +48,6 @@ from sim.wire.responses import CONVERSATION, PATHS
 from sim.wire.responses.client import (
     ENCRYPTED_REASONING,
 )
-from sim.wire.hosted import is_reference, minted, offered_hosted, refused_hosted
 from sim.wire.responses.items import (
     reasoning_from_wire,
 )
@@ -105,8 +112,17 @@ class ResponsesProtocol:
         offered = [str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)]
         return (refused_type(body) or refused_unsupported(body) or refused_hosted(body)
                 or refused_custom_format(body.get("tools")) or refused_service_tier(body)
-                or refused_tool_choice(body.get("tool_choice"), offered)
+                or self._refused_choice(body, offered)
                 or refused_strict(self._functions(body)) or refused_responses_format(body))  # fmt: skip
+
+    @staticmethod
+    def _refused_choice(body: dict[str, Any], offered: list[str]) -> Refused | None:
+        """`tool_choice`: one forcing a hosted tool must name one offered; any other is read as both APIs
+        read it."""
+        choice = body.get("tool_choice")
+        if forced_hosted(choice) is not None:
+            return refused_hosted_choice(choice, body.get("tools"))
+        return refused_tool_choice(choice, offered)
 
     @staticmethod
     def _functions(body: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -143,7 +159,8 @@ class ResponsesProtocol:
         can be made strict (as the API then makes it)."""
         functions = [function for _, function in self._functions(body)]
         terms = with_format(reply_terms(body, functions, unsaid=strict_by_default), responses_format(body))
-        return replace(terms, hosted=offered_hosted(body.get("tools")))
+        choice = forced_hosted(body.get("tool_choice"))
+        return replace(terms, hosted=offered_hosted(body.get("tools")), hosted_choice=choice)
 
     def _referenced(self, items: Any) -> Any:
         """Input items with each `item_reference` replaced by the item it names, as the API kept it;

@@ -15,11 +15,11 @@ from sim.core.messages import (
 )
 from sim.core.model import ModelReply, Usage
 from sim.core.strict_schema import strict_by_default
+from sim.wire.hosted import hosted_events, hosted_to_wire
 from sim.wire.logprobs import pieces, text_logprobs
 from sim.wire.responses.client import (
     INCOMPLETE_REASONS,
 )
-from sim.wire.hosted import hosted_events, hosted_to_wire
 from sim.wire.responses.items import (
     call_to_wire,
     reasoning_to_wire,
