@@ -98,7 +98,7 @@ def scenario_data(conversation: Conversation, *, name: str, source: str) -> dict
             continue
         replies.append(_reply(reply))
         for call in reply.message.tool_calls:
-            if call.name in offered and _is_object(call.arguments):
+            if call.name in offered and (call.kind == "custom" or _is_object(call.arguments)):
                 result = result_from_text(answered.get((call.id, turn), NOT_RECORDED))
                 results[(call.id, turn)] = (
                     result.content
@@ -116,10 +116,7 @@ def scenario_data(conversation: Conversation, *, name: str, source: str) -> dict
         data["system_prompt"] = system
     if outcome == "max_turns" or len(replies) > 20:
         data["max_turns"] = len(replies)
-    data["tools"] = [
-        {"name": spec.name, "description": spec.description, "parameters": dict(spec.parameters)}
-        for spec in tools
-    ]
+    data["tools"] = [_tool(spec) for spec in tools]
     data["results"] = keyed(results)
     data["replies"] = replies
     expect: dict[str, Any] = {"outcome": outcome, "turns": len(replies)}
@@ -127,6 +124,16 @@ def scenario_data(conversation: Conversation, *, name: str, source: str) -> dict
         expect["final_text"] = final_text
     data["expect"] = expect
     return data
+
+
+def _tool(spec: ToolSpec) -> dict[str, Any]:
+    """A recorded tool as a scenario offers it: a function's schema, a custom tool's format."""
+    if spec.kind != "custom":
+        return {"name": spec.name, "description": spec.description, "parameters": dict(spec.parameters)}
+    grammar = spec.grammar
+    form = {"type": "text"} if grammar is None else {
+        "type": "grammar", "syntax": grammar.syntax, "definition": grammar.definition}  # fmt: skip
+    return {"name": spec.name, "description": spec.description, "format": form}
 
 
 def _is_object(arguments: str) -> bool:
@@ -155,7 +162,11 @@ def _reply(reply: ModelReply) -> dict[str, Any]:
         data["reasoning"] = " ".join(summaries) if summaries else f"[{hidden} chars of encrypted reasoning]"
     if reply.message.tool_calls:
         data["tool_calls"] = [
-            {"id": call.id, "name": call.name, "arguments": call.arguments}
+            {
+                "id": call.id,
+                "name": call.name,
+                "input" if call.kind == "custom" else "arguments": call.arguments,
+            }
             for call in reply.message.tool_calls
         ]
     derived = "tool_calls" if reply.message.tool_calls else "stop"

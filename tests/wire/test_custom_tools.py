@@ -12,8 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from openai import AsyncOpenAI
+from typer.testing import CliRunner
 
+from sim.cli import app
 from sim.core.errors import ScenarioError
 from sim.core.messages import (
     AssistantMessage,
@@ -514,3 +517,32 @@ def test_function_calls_dump_as_before() -> None:
     assert ToolCall.model_validate_json(custom.model_dump_json()) == custom
     reply = ModelReply.calling(custom)
     assert isinstance(reply.message, AssistantMessage) and ModelRequest([]).tools == ()
+
+
+def test_a_recorded_conversation_with_custom_calls_converts_to_a_scenario_that_serves(tmp_path: Path) -> None:
+    """`sim convert` writes a custom call as `input:` and its tool with its `format`: the scenario loads,
+    its input checked against the grammar, and plays."""
+    user = {"role": "user", "content": "List."}
+    call = {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_1", "name": "cmd", "input": "ls 1"}
+    output = {"type": "custom_tool_call_output", "call_id": "call_1", "output": "a.py"}
+    text = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": "a.py", "annotations": []}]}  # fmt: skip
+
+    def interaction(items: list[Any], out: list[Any], number: int) -> dict[str, Any]:
+        body = {"id": f"resp_{number}", "object": "response", "status": "completed", "output": out}
+        request = json.dumps({"model": "m", "input": items, "tools": [RESP_REGEX]})
+        return {
+            "request": {"method": "POST", "uri": "https://api.openai.com/v1/responses", "headers": {},
+                        "body": request},
+            "response": {"status": {"code": 200, "message": "OK"}, "headers": {},
+                         "body": {"string": json.dumps(body)}},
+        }  # fmt: skip
+
+    cassette = tmp_path / "cassette.yaml"
+    interactions = [interaction([user], [call], 1), interaction([user, call, output], [text], 2)]
+    cassette.write_text(yaml.safe_dump({"interactions": interactions, "version": 1}))
+    result = CliRunner().invoke(app, ["convert", str(cassette), "-o", str(tmp_path / "out.yaml")])
+    assert result.exit_code == 0, result.output
+    scenario = load_scenario(tmp_path / "out.yaml")
+    assert scenario.replies[0].tool_calls[0].input == "ls 1"
+    assert asyncio.run(play_file(tmp_path / "out.yaml", api=Api.responses)).problems == ()
