@@ -89,12 +89,13 @@ def test_identical_first_requests_are_told_apart_by_the_reply_each_continues(tmp
 
 
 def test_an_unreadable_request_does_not_merge_the_next_conversation(tmp_path: Path) -> None:
-    legacy = [{"role": "user", "content": "hi"}, {"role": "function", "name": "f", "content": "x"}]
+    # a role no API takes (`function` was the example until sim read legacy function messages)
+    legacy = [{"role": "user", "content": "hi"}, {"role": "narrator", "name": "f", "content": "x"}]
     a1, a2 = conversation("Paris")
     path = write(tmp_path, [interaction(legacy, {"role": "assistant", "content": "ok"}), a1, a2])
     found = conversations(read_cassette(path))
     assert [[e.interaction.index for e in c.exchanges] for c in found] == [[0], [1, 2]]
-    assert found[0].exchanges[0].request_problem == "messages[1].role: unsupported role 'function'"
+    assert found[0].exchanges[0].request_problem == "messages[1].role: unsupported role 'narrator'"
     result = CliRunner().invoke(app, ["convert", str(path), "-o", str(tmp_path / "out.yaml")])
     assert result.exit_code == 0, result.output
     assert "skipped interaction 0: its request cannot be read" in result.output
