@@ -5,13 +5,11 @@ streams them, and as a stateless client sends them back."""
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import ValidationError
 
 from sim.core.messages import HostedItem
 from sim.wire.logprobs import pieces
@@ -138,158 +136,6 @@ def offered_hosted(tools: Any) -> tuple[Mapping[str, Any], ...]:
     return tuple(tool for tool in tools if isinstance(tool, Mapping) and tool.get("type") in HOSTED_TOOLS)
 
 
-# The items a scenario scripts, in the spec's shapes (sim fills each `id` left out, and `status`).
-
-
-class _Shape(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class _Source(_Shape):
-    type: Literal["url"] = "url"
-    url: str
-
-
-class _Search(_Shape):
-    type: Literal["search"]
-    query: str
-    queries: list[str] | None = None
-    sources: list[_Source] | None = None
-
-
-class _OpenPage(_Shape):
-    type: Literal["open_page"]
-    url: str | None = None
-
-
-class _FindInPage(_Shape):
-    type: Literal["find_in_page"]
-    url: str
-    pattern: str
-
-
-class _Scripted(_Shape):
-    id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
-
-
-class WebSearchCall(_Scripted):
-    """A web search: a query (its sources, sent where the request includes them), a page opened, or a
-    pattern found in one."""
-
-    type: Literal["web_search_call"]
-    action: Annotated[_Search | _OpenPage | _FindInPage, Field(discriminator="type")]
-    status: Literal["completed", "failed"] = "completed"
-
-
-class _FileResult(_Shape):
-    file_id: str | None = None
-    filename: str | None = None
-    score: Annotated[float, Field(ge=0, le=1)] | None = None
-    text: str | None = None
-    attributes: dict[str, str | float | bool] | None = None
-
-
-class FileSearchCall(_Scripted):
-    """A file search: its queries, and its results (sent where the request includes them)."""
-
-    type: Literal["file_search_call"]
-    queries: list[str]
-    results: list[_FileResult] | None = None
-    status: Literal["completed", "incomplete", "failed"] = "completed"
-
-
-class _Logs(_Shape):
-    type: Literal["logs"]
-    logs: str
-
-
-class _Image(_Shape):
-    type: Literal["image"]
-    url: str
-
-
-class CodeInterpreterCall(_Scripted):
-    """Code run in a container, and what it printed or drew (sent where the request includes them)."""
-
-    type: Literal["code_interpreter_call"]
-    code: str | None = None
-    container_id: Annotated[str, Field(min_length=1)] = "cntr_sim"
-    outputs: list[Annotated[_Logs | _Image, Field(discriminator="type")]] | None = None
-    status: Literal["completed", "incomplete", "failed"] = "completed"
-
-
-class _ListedTool(_Shape):
-    name: Annotated[str, Field(min_length=1)]
-    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
-    description: str | None = None
-    annotations: dict[str, Any] | None = None
-
-
-def _json_text(value: Any) -> Any:
-    """Arguments written as a mapping are sent as the JSON text the API sends."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) if isinstance(value, dict) else value
-
-
-class McpListTools(_Scripted):
-    """The tools an MCP server listed (or the error listing them)."""
-
-    type: Literal["mcp_list_tools"]
-    server_label: Annotated[str, Field(min_length=1)]
-    tools: list[_ListedTool] = Field(default_factory=list)
-    error: str | None = None
-
-
-class McpCall(_Scripted):
-    """A tool an MCP server ran: its arguments, and its output or error."""
-
-    type: Literal["mcp_call"]
-    server_label: Annotated[str, Field(min_length=1)]
-    name: Annotated[str, Field(min_length=1)]
-    arguments: str = "{}"
-    output: str | None = None
-    error: str | None = None
-    approval_request_id: str | None = None
-
-    _arguments_text = field_validator("arguments", mode="before")(_json_text)
-
-
-class McpApprovalRequest(_Scripted):
-    """The model asks the client to approve a call to an MCP server's tool."""
-
-    type: Literal["mcp_approval_request"]
-    server_label: Annotated[str, Field(min_length=1)]
-    name: Annotated[str, Field(min_length=1)]
-    arguments: str = "{}"
-
-    _arguments_text = field_validator("arguments", mode="before")(_json_text)
-
-
-class ImageGenerationCall(_Scripted):
-    """An image generated, as base64."""
-
-    type: Literal["image_generation_call"]
-    result: str
-    status: Literal["completed", "failed"] = "completed"
-
-    @field_validator("result")
-    @classmethod
-    def _base64(cls, value: str) -> str:
-        try:
-            base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError):
-            raise ValueError("must be base64") from None
-        return value
-
-
-ScriptedHostedItem = Annotated[
-    WebSearchCall | FileSearchCall | CodeInterpreterCall | McpListTools | McpCall | McpApprovalRequest
-    | ImageGenerationCall,
-    Field(discriminator="type"),
-]  # fmt: skip
-"""One item a scenario scripts for a hosted tool."""
-_SCRIPTED: TypeAdapter[ScriptedHostedItem] = TypeAdapter(ScriptedHostedItem)
-
-
 def _first_error(error: ValidationError) -> str:
     """Pydantic's first complaint, where it is (without the item's type, which pydantic puts first)."""
     first = error.errors()[0]
@@ -303,7 +149,9 @@ def scripted_hosted(entry: Any) -> HostedItem:
     """A scenario's entry as a hosted item, checked in the spec's shape (`ValueError` saying what is
     wrong)."""
     try:
-        shaped = _SCRIPTED.validate_python(entry)
+        from sim.wire.hosted_shapes import SCRIPTED  # the models cost their import: only a script needs them
+
+        shaped = SCRIPTED.validate_python(entry)
     except ValidationError as error:
         raise ValueError(_first_error(error)) from None
     fields = shaped.model_dump(mode="json", exclude={"type", "id"}, exclude_none=True)
@@ -454,46 +302,21 @@ def hosted_events(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
     return [{**added, "item": item}, done]
 
 
-# What a scenario writes of a text's citations.
-
-
-class UrlCitation(_Shape):
-    """A span of the reply's text that cites a web page."""
-
-    type: Literal["url_citation"] = "url_citation"
-    start_index: Annotated[int, Field(ge=0)]
-    end_index: Annotated[int, Field(ge=0)]
-    url: str
-    title: str = ""
-
-
-class FileCitation(_Shape):
-    """A place in the reply's text that cites a file a file search found."""
-
-    type: Literal["file_citation"]
-    file_id: str
-    filename: str = ""
-    index: Annotated[int, Field(ge=0)]
-
-
-ScriptedAnnotation = Annotated[UrlCitation | FileCitation, Field(discriminator="type")]
-"""One citation a scenario scripts on its reply's text."""
-_ANNOTATION: TypeAdapter[ScriptedAnnotation] = TypeAdapter(ScriptedAnnotation)
-
-
 def scripted_annotation(entry: Any, text: str) -> str:
     """A scenario's citation checked (in the spec's shape, within `text`), as the JSON text a `TextItem`
     keeps; `ValueError` naming what is wrong."""
     try:
-        shaped = _ANNOTATION.validate_python(entry)
+        from sim.wire.hosted_shapes import ANNOTATION
+
+        shaped = ANNOTATION.validate_python(entry)
     except ValidationError as error:
         raise ValueError(_first_error(error)) from None
-    if isinstance(shaped, UrlCitation) and not shaped.start_index <= shaped.end_index <= len(text):
+    if shaped.type == "url_citation" and not shaped.start_index <= shaped.end_index <= len(text):
         raise ValueError(
             f"a url_citation spans [{shaped.start_index}, {shaped.end_index}), outside the text"
             f" ({len(text)} characters)"
         )
-    if isinstance(shaped, FileCitation) and shaped.index > len(text):
+    if shaped.type == "file_citation" and shaped.index > len(text):
         raise ValueError(f"a file_citation at {shaped.index} is past the text ({len(text)} characters)")
     return json.dumps(shaped.model_dump(mode="json"), ensure_ascii=False)
 
