@@ -139,7 +139,9 @@ def refused_legacy(body: Mapping[str, Any], *, reasoning_model: bool) -> Refused
             )
             return Refused(message, FUNCTION_CALL, "invalid_value")
     messages = body.get("messages")
-    for index, message in enumerate(messages if isinstance(messages, list) else []):
+    if not (offered or reasoning_model) or not isinstance(messages, list):
+        return None  # no message is refused for its role
+    for index, message in enumerate(messages):
         role = message.get("role") if isinstance(message, Mapping) else None
         if role == "tool" and offered:
             return Refused(_TOOL_WITH_FUNCTIONS, f"messages.[{index}].role")
