@@ -53,6 +53,8 @@ def summary(reply: ScriptedReplySpec) -> str:
     if reply.malformed:
         return "a body that is not JSON"
     parts = []
+    if reply.hosted:
+        parts.append("hosted " + ", ".join(str(entry.get("type")) for entry in reply.hosted))
     if reply.refusal is not None:
         parts.append(f"refusal {preview(reply.refusal, 60)!r}")
     if reply.content is not None:

@@ -535,3 +535,12 @@ def test_a_tool_choice_forcing_a_hosted_tool(
     else:
         assert response.json()["tool_choice"] == choice
         assert untolerated("Response", response.json()) == []
+
+
+def test_the_access_log_says_which_hosted_items_a_reply_served(tmp_path: Path) -> None:
+    from sim.scenario.outline import summary
+    from sim.scenario.schema import ScriptedReplySpec
+
+    search = {"type": "web_search_call", "action": {"type": "search", "query": "q"}}
+    reply = ScriptedReplySpec.model_validate({"hosted": [search], "content": "Sunny."})
+    assert summary(reply) == "hosted web_search_call; text 'Sunny.'"
