@@ -20,6 +20,7 @@ from sim.core.messages import (
 from sim.core.model import FinishReason, ModelReply, ModelRequest, ToolSpec, Usage
 from sim.wire.body_bytes import EncodedTools, GrowingItems, assemble, dumps
 from sim.wire.replies import STREAM_ENDED_EARLY, checked_call, well_formed
+from sim.wire.text_format import chat_format_fields
 
 REPLY_LIMIT = "max_completion_tokens"
 """The request field that caps a reply's tokens."""
@@ -55,10 +56,8 @@ def tool_to_wire(spec: ToolSpec) -> dict[str, Any]:
             form = {"type": "grammar", "grammar": definition}
         custom = {"name": spec.name, "description": spec.description, "format": form}
         return {"type": "custom", "custom": custom}
-    return {
-        "type": "function",
-        "function": {"name": spec.name, "description": spec.description, "parameters": dict(spec.parameters)},
-    }
+    function = {"name": spec.name, "description": spec.description, "parameters": dict(spec.parameters)}
+    return {"type": "function", "function": {**function, "strict": True} if spec.strict else function}
 
 
 def request_fields(model: str, *, max_tokens: int | None, stream: bool) -> dict[str, Any]:
@@ -92,6 +91,8 @@ class RequestEncoder:
             new = messages
         self._encoded.extend(dumps(message_to_wire(m)) for m in new)
         self._previous = messages
+        if request.output is not None:
+            fields = {**fields, **chat_format_fields(request.output)}
         return assemble(fields, "messages", self._encoded.joined(), self._tools.of(request.tools))
 
 
@@ -150,8 +151,9 @@ def tool_call_from_wire(raw: Any) -> ToolCall:
         raise ModelReplyError("tool call must be a JSON object")
     if raw.get("type") == "custom":
         custom = raw.get("custom")
-        if not isinstance(custom, Mapping):
-            raise ModelReplyError("custom tool call must have a custom")
+        if not isinstance(custom, Mapping) or not isinstance(custom.get("input"), str):
+            # as before custom calls were read: a custom call without its input is not one the loop can take
+            raise ModelReplyError("Unsupported tool call type: custom")
         call_id, name, text = raw.get("id"), custom.get("name"), custom.get("input")
         call = checked_call(call_id, name, text, "tool call id and custom tool name", "custom call input")
         return call.model_copy(update={"kind": "custom"})
