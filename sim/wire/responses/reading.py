@@ -100,7 +100,7 @@ def messages_from_items(items: Any) -> list[ChatMessage]:
             close()
             call_id = item.get("call_id")
             if not isinstance(call_id, str) or not call_id:
-                raise _bad(f"{where}.call_id", "a function_call_output must answer a call_id")
+                raise _bad(f"{where}.call_id", f"a {kind} must answer a call_id")
             messages.append(
                 ToolMessage(tool_call_id=call_id, content=content_text(item.get("output"), where))
             )
