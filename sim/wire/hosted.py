@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from sim.core.errors import ModelReplyError
 from sim.core.messages import HostedItem
 from sim.wire.logprobs import pieces
 from sim.wire.requests import Refused, RefusedError
@@ -220,6 +221,15 @@ def hosted_from_wire(where: str, item: Mapping[str, Any]) -> HostedItem:
         id=item_id if isinstance(item_id, str) else None,
         fields=json.dumps(fields, ensure_ascii=False),
     )
+
+
+def hosted_item_of(item: Mapping[str, Any]) -> HostedItem:
+    """A hosted tool's item of a reply, as the loop keeps it (`ModelReplyError` without its id)."""
+    item_id = item.get("id")
+    if not isinstance(item_id, str) or not item_id:
+        raise ModelReplyError(f"a {item.get('type')} item must have an id")
+    fields = {key: value for key, value in item.items() if key not in ("type", "id")}
+    return HostedItem(kind=str(item.get("type")), id=item_id, fields=json.dumps(fields, ensure_ascii=False))
 
 
 def minted(item: HostedItem, suffix: str, number: int) -> HostedItem:

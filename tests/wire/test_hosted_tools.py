@@ -544,3 +544,17 @@ def test_the_access_log_says_which_hosted_items_a_reply_served(tmp_path: Path) -
     search = {"type": "web_search_call", "action": {"type": "search", "query": "q"}}
     reply = ScriptedReplySpec.model_validate({"hosted": [search], "content": "Sunny."})
     assert summary(reply) == "hosted web_search_call; text 'Sunny.'"
+
+
+def test_sims_own_client_keeps_hosted_items_and_sends_them_back_as_they_came(tmp_path: Path) -> None:
+    from sim.wire.responses.client import reply_from_wire
+    from sim.wire.responses.items import message_to_items
+
+    (response,) = post(simulator(tmp_path, EVERY_ITEM), _body(include=INCLUDE), path=PATH)
+    output = response.json()["output"]
+    message = reply_from_wire(response.json()).message
+    assert message.content == "It is sunny in Paris."
+    sent = message_to_items(message)
+    hosted = [item for item in output if item["type"] not in ("reasoning", "message")]
+    assert [item for item in sent if item.get("type") not in ("reasoning", "message", None)] == hosted
+    assert sent[-1]["content"][0]["annotations"] == output[-1]["content"][0]["annotations"]

@@ -12,6 +12,7 @@ from sim.core.messages import (
     AssistantMessage,
     ChatMessage,
     HistoryView,
+    HostedItem,
     Reasoning,
     SystemMessage,
     TextItem,
@@ -19,6 +20,7 @@ from sim.core.messages import (
 )
 from sim.core.model import FinishReason, ModelReply, ModelRequest, ToolSpec, Usage
 from sim.wire.body_bytes import EncodedTools, GrowingItems, assemble, dumps
+from sim.wire.hosted import ITEM_TOOL, hosted_item_of
 from sim.wire.replies import STREAM_ENDED_EARLY, well_formed
 from sim.wire.responses.items import (
     assistant_turn,
@@ -146,7 +148,7 @@ def _assistant_message(output: list[Any]) -> AssistantMessage:
     texts: list[str] = []
     refusals: list[str] = []
     calls: list[ToolCall] = []
-    parts: list[Reasoning | TextItem] = []
+    parts: list[Reasoning | TextItem | HostedItem] = []
     for item in output:
         if not isinstance(item, Mapping):
             raise ModelReplyError("Reply output items must be JSON objects")
@@ -166,6 +168,8 @@ def _assistant_message(output: list[Any]) -> AssistantMessage:
             calls.append(custom_call_from_wire(item))
         elif kind == "reasoning":
             parts.append(reasoning_from_wire(item))
+        elif kind in ITEM_TOOL:  # a hosted tool's item: kept in order, sent back as it came
+            parts.append(hosted_item_of(item))
         else:
             raise ModelReplyError(f"Unsupported output item type: {kind}")
     content = "\n\n".join(texts) if texts else ("".join(refusals) if refusals else None)
