@@ -120,7 +120,7 @@ class ResponsesProtocol:
         """`tool_choice`: one forcing a hosted tool must name one offered; any other is read as both APIs
         read it."""
         choice = body.get("tool_choice")
-        if forced_hosted(choice) is not None:
+        if isinstance(choice, dict) and forced_hosted(choice) is not None:
             return refused_hosted_choice(choice, body.get("tools"))
         return refused_tool_choice(choice, offered)
 
