@@ -46,7 +46,17 @@ class GrammarError(ValueError):
 
 def is_custom(tool: Any) -> bool:
     """Whether a request's tool (of either API) is a custom tool."""
-    return isinstance(tool, Mapping) and tool.get("type") == CUSTOM
+    return isinstance(tool, dict) and tool.get("type") == CUSTOM
+
+
+def _customs(tools: Any) -> list[tuple[int, dict[str, Any]]]:
+    """The custom tools of a request's `tools` (JSON: a list of objects), with where each sits; one cheap
+    pass, as every request is read so."""
+    if not isinstance(tools, list):
+        return []
+    return [
+        (index, tool) for index, tool in enumerate(tools) if type(tool) is dict and tool.get("type") == CUSTOM
+    ]
 
 
 def custom_fields(tool: Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
@@ -173,9 +183,7 @@ def _shown(text: str, most: int = 60) -> str:
 def custom_grammars(tools: Any) -> dict[str, InputGrammar | None]:
     """Each well-formed custom tool a request offers (either API), by name: its grammar, or None for text."""
     found: dict[str, InputGrammar | None] = {}
-    for tool in tools if isinstance(tools, list) else []:
-        if not is_custom(tool):
-            continue
+    for _, tool in _customs(tools):
         name = custom_fields(tool)[0].get("name")
         if not isinstance(name, str):
             continue
@@ -188,20 +196,18 @@ def custom_grammars(tools: Any) -> dict[str, InputGrammar | None]:
 
 def custom_names(tools: Any) -> list[str]:
     """The names of the custom tools a request offers (either API)."""
-    names = [custom_fields(tool)[0].get("name") for tool in (tools if isinstance(tools, list) else [])
-             if is_custom(tool)]  # fmt: skip
+    names = [custom_fields(tool)[0].get("name") for _, tool in _customs(tools)]
     return [name for name in names if isinstance(name, str)]
 
 
 def refused_format(tools: Any, prefix: Sequence[str] = ("tools",)) -> GrammarError | None:
     """The first custom tool whose format the API refuses, with `where` the whole path (`tools[1]...`)."""
-    for index, tool in enumerate(tools if isinstance(tools, list) else []):
-        if is_custom(tool):
-            try:
-                format_from_wire(tool)
-            except GrammarError as error:
-                where = f"{'.'.join(prefix)}[{index}]{error.where}"
-                return GrammarError(str(error), where, unsimulated=error.unsimulated)
+    for index, tool in _customs(tools):
+        try:
+            format_from_wire(tool)
+        except GrammarError as error:
+            where = f"{'.'.join(prefix)}[{index}]{error.where}"
+            return GrammarError(str(error), where, unsimulated=error.unsimulated)
     return None
 
 
