@@ -558,3 +558,17 @@ def test_sims_own_client_keeps_hosted_items_and_sends_them_back_as_they_came(tmp
     hosted = [item for item in output if item["type"] not in ("reasoning", "message")]
     assert [item for item in sent if item.get("type") not in ("reasoning", "message", None)] == hosted
     assert sent[-1]["content"][0]["annotations"] == output[-1]["content"][0]["annotations"]
+
+
+def test_an_item_reference_to_a_response_not_stored_is_refused_as_the_api_says(tmp_path: Path) -> None:
+    sim = simulator(tmp_path, "replies: [{content: Sunny.}, {content: never}]")
+    (first,) = post(sim, {"model": "m", "input": "p", "store": False}, path=PATH)
+    (message,) = first.json()["output"]
+    (second,) = post(
+        sim, {"model": "m", "input": [{"type": "item_reference", "id": message["id"]}]}, path=PATH
+    )
+    assert second.status_code == 404
+    assert second.json()["error"]["message"] == (
+        f"Item with id '{message['id']}' not found. Items are not persisted when `store` is set to false. Try"
+        " again with `store` set to true, or remove this item from your input."
+    )

@@ -97,8 +97,9 @@ class ResponsesProtocol:
         self._needs: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         """The reasoning item ids served before each function call item (by its item id): the API refuses
         the call item sent back by id without them."""
-        self._items: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        """Each output item of a kept response, by its id: what an `item_reference` names."""
+        self._items: OrderedDict[str, dict[str, Any] | None] = OrderedDict()
+        """Each output item served, by its id: what an `item_reference` names (None: its response was not
+        kept, `store: false`)."""
 
     def parse(self, body: dict[str, Any], number: int) -> Asked | Refused:
         """The request body read once: the request being answered, or the API's refusal."""
@@ -173,7 +174,7 @@ class ResponsesProtocol:
                 item_id = item.get("id")
                 kept = self._items.get(item_id) if isinstance(item_id, str) else None
                 if kept is None:
-                    raise RefusedError(_not_found(str(item_id), unstored=False))
+                    raise RefusedError(_not_found(str(item_id), unstored=item_id in self._items))
                 item = kept
             resolved.append(item)
         return resolved
@@ -250,10 +251,9 @@ class ResponsesProtocol:
             if item["type"] == "function_call" and reasoning_ids:
                 self._needs[item["id"]] = reasoning_ids
         _bound(self._needs, self.STORED)
-        if stored:
-            kept = [(item["id"], item) for item in wire["output"] if isinstance(item.get("id"), str)]
-            self._items.update(kept)
-            _bound(self._items, self.STORED)
+        served_ids = [item for item in wire["output"] if isinstance(item.get("id"), str)]
+        self._items.update((item["id"], item if stored else None) for item in served_ids)
+        _bound(self._items, self.STORED)
         if refusal:
             for item in wire["output"]:
                 if item["type"] == "message":
