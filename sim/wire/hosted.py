@@ -347,7 +347,7 @@ def is_reference(item: Any) -> bool:
     """Whether an input item is an `item_reference` (written out, or an object with only an `id`)."""
     if not isinstance(item, Mapping):
         return False
-    return item.get("type") == "item_reference" or (set(item) == {"id"} and isinstance(item.get("id"), str))
+    return item.get("type") == "item_reference" or (len(item) == 1 and isinstance(item.get("id"), str))
 
 
 def tool_kind(tool: Mapping[str, Any]) -> str:
