@@ -116,6 +116,7 @@ async def play_scenario(
         system_prompt=scenario.system_prompt or DEFAULT_SYSTEM_PROMPT,
         max_turns=scenario.max_turns,
         observer=recorder,
+        output=scenario.response_format.output() if scenario.response_format is not None else None,
     )
     ending = await runner.run_to_end(prompt)
     error, final_text, turns = ending.error, ending.final_text, ending.turns

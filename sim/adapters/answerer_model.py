@@ -26,6 +26,7 @@ from sim.wire.chat.client import message_to_wire, request_fields, tool_to_wire
 from sim.wire.chat.growing import GrowingConversation, reply_as_read
 from sim.wire.chat.protocol import ChatProtocol
 from sim.wire.requests import Asked, Refused
+from sim.wire.text_format import chat_format_fields
 
 __all__ = ["AnswererModel"]
 
@@ -59,6 +60,7 @@ class AnswererModel:
         body: dict[str, Any] = {**self._fields, "messages": self._wire_messages(messages)}
         if request.tools:
             body["tools"] = self._wire_tools_of(request.tools)
+        body.update(chat_format_fields(request.output))
         self._sent += 1
         read = partial(_parse, self._reader, body, messages)
         received = Received(self._sent, "POST", self._path, "", _NOT_A_RETRY, b"", self._protocol.name, read)

@@ -36,7 +36,7 @@ from sim.core.messages import (
     ToolMessage,
     UserMessage,
 )
-from sim.core.model import ModelClient, ModelRequest
+from sim.core.model import ModelClient, ModelRequest, OutputFormat
 from sim.core.outcome import CONTENT_FILTERED, NO_FINAL_TEXT, Outcome, outcome_of
 from sim.core.tools import ToolRegistry, ToolResult, ToolSnapshot
 
@@ -121,8 +121,11 @@ class AgentRunner:
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
         max_turns: int = DEFAULT_MAX_TURNS,
         observer: RunObserver | None = None,
+        output: OutputFormat | None = None,
     ) -> None:
         self.max_turns = require_positive_int("max_turns", max_turns)
+        self.output = output
+        """The structured format every request asks of the text, if any."""
         require_text("system prompt", system_prompt)
         self.model = model
         self.tools = tools
@@ -158,7 +161,7 @@ class AgentRunner:
                 self._pairing.require_complete()
                 snapshot = self.tools.snapshot()
                 request = ModelRequest(
-                    HistoryView(self.system, self._history, len(self._history)), snapshot.specs
+                    HistoryView(self.system, self._history, len(self._history)), snapshot.specs, self.output
                 )
                 self._emit(TurnStarted, turn, request)
                 turns = turn

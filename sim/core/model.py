@@ -67,14 +67,27 @@ class ToolSpec:
     parameters: Mapping[str, Any]
     kind: ToolKind = "function"
     grammar: InputGrammar | None = None
+    strict: bool = False
+    """A strict function (Structured Outputs): its arguments always match `parameters`."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutputFormat:
+    """The structured format a run asks its text to take: JSON matching `schema`, held to it when
+    `strict`."""
+
+    name: str
+    schema: Mapping[str, Any]
+    strict: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class ModelRequest:
-    """One request: `[system, *history]` and the tools offered this turn."""
+    """One request: `[system, *history]`, the tools offered this turn, and the format asked of the text."""
 
     messages: Sequence[ChatMessage]
     tools: tuple[ToolSpec, ...] = ()
+    output: OutputFormat | None = None
 
 
 class ModelClient(Protocol):

@@ -21,7 +21,7 @@ import jsonschema
 import regex
 from jsonschema.exceptions import ValidationError, best_match
 
-from sim.core.model import ModelReply
+from sim.core.model import ModelReply, OutputFormat
 from sim.core.strict_schema import strict_problem
 from sim.wire.requests import Refused
 from sim.wire.tool_choice import ReplyTerms
@@ -339,3 +339,24 @@ def strict_arguments_problem(terms: ReplyTerms, reply: ModelReply) -> str | None
             return (f"'{call.name}' is a strict function, whose arguments always match its schema, but"
                     f" {REPLY}'s arguments to it fail at {failure}")  # fmt: skip
     return None
+
+
+def chat_format_fields(output: OutputFormat | None) -> dict[str, Any]:
+    """The `response_format` a Chat client sends for the format a run asks of its text (none for none)."""
+    if output is None:
+        return {}
+    said = {"name": output.name, "schema": dict(output.schema), "strict": output.strict}
+    return {"response_format": {"type": "json_schema", "json_schema": said}}
+
+
+def responses_format_fields(output: OutputFormat | None) -> dict[str, Any]:
+    """The `text` a Responses client sends for the format a run asks of its text (none for none)."""
+    if output is None:
+        return {}
+    said = {
+        "type": "json_schema",
+        "name": output.name,
+        "schema": dict(output.schema),
+        "strict": output.strict,
+    }
+    return {"text": {"format": said}}

@@ -4,13 +4,19 @@ line saying where; what the API would send loads."""
 
 from __future__ import annotations
 
+import asyncio
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from sim.core.errors import ScenarioError
+from sim.player import play_scenario
 from sim.scenario import load_scenario
+from sim.scenario.schema import Scenario
+from sim.wire import Api
 
 HEAD = """\
 prompt: p
@@ -80,3 +86,40 @@ def test_a_strict_schema_the_api_refuses_is_refused(tmp_path: Path) -> None:
 def test_a_loose_format_and_a_loose_tool_hold_nothing(tmp_path: Path) -> None:
     text = HEAD.replace("strict: true", "strict: false")
     load(tmp_path, text + "replies:\n  - tool_calls: [{name: lookup, arguments: {}}]\n  - content: words\n")
+
+
+PLAYED = (
+    HEAD
+    + """\
+results: {call_1: "Paris: sunny"}
+replies:
+  - tool_calls: [{id: call_1, name: lookup, arguments: {city: Paris}}]
+  - content: '{"city": "Paris"}'
+"""
+)
+VIAS = [("direct", Api.chat, False), ("sdk", Api.chat, True), ("sdk", Api.responses, False),
+        ("sdk", Api.responses, True)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("via", "api", "stream"), VIAS)
+def test_sims_loop_sends_the_format_and_strict_tools(
+    tmp_path: Path, via: Any, api: Api, stream: bool
+) -> None:
+    """The loop asks each request for the declared format and offers the strict tool as strict: a text off
+    the format (which loading would refuse, so the scenario is built without it) is refused when served."""
+    path = tmp_path / "s.yaml"
+    path.write_text(PLAYED)
+    good = asyncio.run(play_scenario(load_scenario(path), path=path, via=via, api=api, stream=stream))
+    assert good.passed, good.problems
+    data = yaml.safe_load(PLAYED)
+    data["replies"][1]["content"] = '{"city": 5}'
+    bad = asyncio.run(
+        play_scenario(Scenario.model_validate(data), path=path, via=via, api=api, stream=stream)
+    )
+    assert any("replies[1]'s text fails at $.city: 5 is not of type 'string'" in p for p in bad.problems)
+    data["replies"][1]["content"] = '{"city": "Paris"}'
+    data["replies"][0]["tool_calls"][0]["arguments"] = {}
+    bad = asyncio.run(
+        play_scenario(Scenario.model_validate(data), path=path, via=via, api=api, stream=stream)
+    )
+    assert any("'lookup' is a strict function" in p for p in bad.problems), bad.problems
