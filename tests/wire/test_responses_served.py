@@ -113,8 +113,9 @@ def test_a_chain_through_previous_response_id(tmp_path: Path) -> None:
         ({"input": "hi", "tools": [{"type": "function", "function": {"name": "lookup"}}]}, 400,
          "not Chat's {function: {...}}"),
         ({"input": "hi", "previous_response_id": "resp_unknown"}, 400, "Previous response with id"),
-        ({"input": "hi", "tools": [{"type": "computer_use_preview", "display_width": 1024, "display_height": 768,
-                                    "environment": "browser"}]}, 400, "sim does not simulate built-in tools"),
+        ({"input": "hi", "tools": [{"type": "computer_use_preview", "display_width": 1024,
+                                    "display_height": 768, "environment": "browser"}]}, 400,
+         "sim does not simulate built-in tools"),
     ],
     ids=["orphan output", "unanswered call", "chat-shaped tools", "unknown previous", "built-in tool"],
 )  # fmt: skip
