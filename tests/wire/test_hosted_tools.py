@@ -48,6 +48,7 @@ replies:
       - {type: mcp_call, server_label: wiki, name: ask, arguments: {q: paris}, output: Sunny.}
       - {type: mcp_call, server_label: wiki, name: ask, arguments: "{}", error: The server is down.}
       - {type: image_generation_call, result: aGVsbG8=}
+      - {type: mcp_list_tools, server_label: wiki, error: The server did not answer.}
     content: It is sunny in Paris.
     annotations:
       - {type: url_citation, start_index: 0, end_index: 8, url: "https://example.com/w", title: Weather}
@@ -140,7 +141,8 @@ def test_every_scripted_hosted_item_is_served_in_the_specs_shapes(tmp_path: Path
     output = served["output"]
     assert [item["type"] for item in output] == [
         "reasoning", "web_search_call", "web_search_call", "web_search_call", "file_search_call",
-        "code_interpreter_call", "mcp_list_tools", "mcp_call", "mcp_call", "image_generation_call", "message",
+        "code_interpreter_call", "mcp_list_tools", "mcp_call", "mcp_call", "image_generation_call",
+        "mcp_list_tools", "message",
     ]  # fmt: skip
     assert [item["id"] for item in output[1:4]] == ["ws_sim000001_2", "ws_sim000001_3", "ws_sim000001_4"]
     assert output[1]["action"]["sources"] == [{"type": "url", "url": "https://example.com/w"}]
@@ -173,7 +175,8 @@ def test_hosted_items_stream_with_their_own_events_each_as_the_spec_has_it(tmp_p
         "response.code_interpreter_call.in_progress", "response.code_interpreter_call_code.delta",
         "response.code_interpreter_call_code.done", "response.code_interpreter_call.interpreting",
         "response.code_interpreter_call.completed", "response.mcp_list_tools.in_progress",
-        "response.mcp_list_tools.completed", "response.mcp_call.in_progress",
+        "response.mcp_list_tools.completed", "response.mcp_list_tools.failed",
+        "response.mcp_call.in_progress",
         "response.mcp_call_arguments.delta", "response.mcp_call_arguments.done",
         "response.mcp_call.completed",
         "response.mcp_call.failed", "response.image_generation_call.in_progress",
