@@ -20,6 +20,7 @@ from typing import Any, Literal, cast
 import jsonschema
 import regex
 from jsonschema.exceptions import ValidationError, best_match
+from referencing.exceptions import Unresolvable
 
 from sim.core.model import ModelReply, OutputFormat
 from sim.core.strict_schema import strict_problem
@@ -254,16 +255,10 @@ def schema_failure(schema: Mapping[str, Any], value: Any) -> str | None:
     """Where and how `value` fails `schema` (`$.steps[0].answer: 5 is not of type 'string'`); None when it
     matches, or when it cannot be judged (a schema its draft refuses, a pattern that runs away)."""
     try:
-        text = json.dumps(schema, sort_keys=True)
-    except (TypeError, ValueError):
-        return None
-    validator = _validator(text)
-    if validator is None:
-        return None
-    try:
-        error = best_match(validator.iter_errors(value))
-    except RecursionError:
-        return None
+        validator = _validator(json.dumps(schema, sort_keys=True))
+        error = None if validator is None else best_match(validator.iter_errors(value))
+    except (TypeError, ValueError, RecursionError, Unresolvable):
+        return None  # a schema too deep, or one whose references lead nowhere, cannot be judged
     if error is None:
         return None
     return f"{json_path(error.absolute_path)}: {_short(error.message)}"

@@ -301,6 +301,14 @@ class TestHostile:
     def test_a_schema_the_draft_refuses_is_not_judged(self) -> None:
         assert schema_failure({"type": 7}, {"a": 1}) is None
 
+    def test_a_reference_to_nothing_and_a_schema_nested_too_deep_are_not_judged(self) -> None:
+        nowhere = {"type": "object", "properties": {"a": {"$ref": "#/$defs/nope"}}}
+        assert schema_failure(nowhere, {"a": 1}) is None
+        deep: dict[str, Any] = {"type": "object"}
+        for _ in range(5000):
+            deep = {"type": "object", "properties": {"a": deep}}
+        assert schema_failure(deep, {"a": {}}) is None
+
     @pytest.mark.parametrize("value", [None, 7, [], {"type": None}, {"type": "json_schema", "name": None}])
     def test_malformed_formats_never_raise(self, value: Any) -> None:
         chat_format({"response_format": value})
