@@ -575,3 +575,15 @@ def test_an_item_reference_to_a_response_not_stored_is_refused_as_the_api_says(t
         f"Item with id '{message['id']}' not found. Items are not persisted when `store` is set to false. Try"
         " again with `store` set to true, or remove this item from your input."
     )
+
+
+def test_an_approval_request_streams_as_the_spec_has_it(tmp_path: Path) -> None:
+    body = {"model": "m", "input": "p", "tools": [{**MCP, "require_approval": "always"}], "stream": True}
+    (response,) = post(simulator(tmp_path, MCP_APPROVAL), body, path=PATH)
+    events = _events(response)
+    for event in events:
+        assert untolerated("ResponseStreamEvent", event) == [], event
+    done = [event["item"] for event in events if event["type"] == "response.output_item.done"]
+    assert [item["type"] for item in done] == ["mcp_list_tools", "mcp_approval_request"]
+    assert done[1] == {"type": "mcp_approval_request", "id": "mcpr_1", "server_label": "wiki", "name": "ask",
+                       "arguments": '{"q":"paris"}'}  # fmt: skip
