@@ -166,7 +166,8 @@ def hosted_to_wire(item: HostedItem, include: Sequence[str] = ()) -> dict[str, A
     wire: dict[str, Any] = {"type": item.kind, "id": item.id}
     kind = item.kind
     if kind == "web_search_call":
-        action = dict(fields.get("action") or {"type": "search", "query": ""})  # type: ignore[call-overload]
+        said = fields.get("action")
+        action = dict(said) if isinstance(said, dict) else {"type": "search", "query": ""}
         if SOURCES not in include:
             action.pop("sources", None)
         wire.update(status=fields.get("status", "completed"), action=action)

@@ -45,6 +45,8 @@ def _size(message: ChatMessage) -> int:
         size += sum(_PART_BYTES + _text(item.text) for item in message.items if isinstance(item, TextItem))
         hosted = [part for part in message.items if isinstance(part, HostedItem)]
         size += sum(_PART_BYTES + _text(part.fields) for part in hosted)
+        cited = [part for part in message.items if isinstance(part, TextItem) and part.annotations]
+        size += sum(_text(annotation) for part in cited for annotation in part.annotations)
     elif isinstance(message, ToolMessage):
         size += _text(message.tool_call_id)
     return size

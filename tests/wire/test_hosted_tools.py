@@ -587,3 +587,21 @@ def test_an_approval_request_streams_as_the_spec_has_it(tmp_path: Path) -> None:
     assert [item["type"] for item in done] == ["mcp_list_tools", "mcp_approval_request"]
     assert done[1] == {"type": "mcp_approval_request", "id": "mcpr_1", "server_label": "wiki", "name": "ask",
                        "arguments": '{"q":"paris"}'}  # fmt: skip
+
+
+def test_huge_hosted_items_count_against_the_bounded_store(tmp_path: Path) -> None:
+    script = f"""
+    replies:
+      - {{hosted: [{{type: mcp_call, server_label: wiki, name: ask, output: {"x" * 200_000}}}], content: a}}
+      - {{content: b}}
+    """
+    sim = simulator(tmp_path, script, store_limit=100_000)
+    first, chained = post(
+        sim,
+        {"model": "m", "input": "p", "tools": [MCP]},
+        {"model": "m", "input": "more", "tools": [MCP], "previous_response_id": "resp_sim000001"},
+        path=PATH,
+    )
+    assert first.status_code == 200
+    assert chained.status_code == 400
+    assert chained.json()["error"]["code"] == "previous_response_not_found"
