@@ -15,6 +15,7 @@ import openai
 import pytest
 from openai import AsyncOpenAI
 from pydantic import BaseModel
+from pydantic_ai.exceptions import ModelAPIError
 
 from sim.wire.text_format import chat_format, json_path, responses_format, schema_failure, text_failure
 from tests.host.in_process import messages, post, simulator, talk
@@ -314,3 +315,28 @@ class TestHostile:
         chat_format({"response_format": value})
         responses_format({"text": {"format": value}})
         responses_format({"text": value})
+
+
+FRAMEWORKS = [
+    "agents_forecast",
+    "agents_forecast_chat",
+    "pydantic_ai_forecast",
+    "pydantic_ai_forecast_responses",
+]
+
+
+@pytest.mark.parametrize("agent", FRAMEWORKS)
+def test_framework_agents_with_output_type_against_a_scenario(tmp_path: Path, agent: str) -> None:
+    """openai-agents and pydantic-ai agents with a strict `output_type`, served a scenario: the scenario's
+    matching answer is their output; an answer off the schema is refused (before, it was served and the
+    framework raised what it never raises live)."""
+    from tests.fuzz import framework_targets
+
+    run = getattr(framework_targets, agent)
+    call = "{tool_calls: [{id: call_1, name: get_weather, arguments: {city: Paris}}]}"
+    good = scenario(tmp_path, call, content('{"city": "Paris", "sunny": true}'))
+    assert talk(good, lambda client: run(client, "Weather in Paris?")) == "Paris: True"
+    bad = scenario(tmp_path, call, content('{"city": "Paris"}'), file="bad.yaml")
+    with pytest.raises((openai.BadRequestError, ModelAPIError)) as raised:  # pydantic-ai wraps the 400
+        talk(bad, lambda client: run(client, "Weather in Paris?"))
+    assert "replies[1]'s text fails at $: 'sunny' is a required property" in str(raised.value)
