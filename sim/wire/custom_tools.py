@@ -14,6 +14,8 @@ import re
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from re import _constants as re_constants
+from re import _parser as re_parser
 from types import FrameType
 from typing import Any
 
@@ -96,30 +98,122 @@ def format_from_wire(tool: Mapping[str, Any]) -> InputGrammar | None:
         message = (f"sim reads grammars of at most {GRAMMAR_CHARS} characters; the grammar of custom tool"
                    f" {name!r} has {len(definition)}.")  # fmt: skip
         raise GrammarError(message, f"{grammar_where}.definition", unsimulated=True)
-    problem = grammar_problem(grammar)
-    if problem is not None:
-        message = f"Invalid grammar for custom tool {name!r} ({syntax}): {problem}"
-        raise GrammarError(message, f"{grammar_where}.definition")
+    try:
+        _compiled(grammar)
+    except _TooLarge as error:
+        message = f"sim does not read the grammar of custom tool {name!r} ({syntax}): {error}"
+        raise GrammarError(message, f"{grammar_where}.definition", unsimulated=True) from None
+    except _UNREADABLE as error:
+        message = f"Invalid grammar for custom tool {name!r} ({syntax}): {_first_line(error)}"
+        raise GrammarError(message, f"{grammar_where}.definition") from None
     return grammar
 
 
+_UNREADABLE = (regex.error, lark.exceptions.LarkError, ValueError, RecursionError)
+"""What reading a grammar that cannot be read raises."""
+
+
+def _first_line(error: BaseException) -> str:
+    said = str(error).strip()
+    return said.splitlines()[0][:300] if said else type(error).__name__
+
+
 def grammar_problem(grammar: InputGrammar) -> str | None:
-    """Why `grammar` cannot be read, or None."""
+    """Why `grammar` cannot be read (or is too large for sim to read), or None."""
     try:
         _compiled(grammar)
-    except (regex.error, lark.exceptions.LarkError, ValueError, RecursionError) as error:
-        return str(error).strip().splitlines()[0][:300] if str(error).strip() else type(error).__name__
+    except _UNREADABLE as error:
+        return _first_line(error)
     return None
 
 
 @functools.lru_cache(maxsize=128)
 def _compiled(grammar: InputGrammar) -> Any:
-    """The grammar read once: a compiled pattern, or a `lark.Lark` parser (Earley, from `start`)."""
+    """The grammar read once: a compiled pattern, or a `lark.Lark` parser (Earley, from `start`) whose
+    terminals are matched by `regex` under a time limit."""
     if grammar.syntax == "regex":
+        _check_size(grammar.definition)
         return regex.compile(grammar.definition)
     if _IMPORT.search(grammar.definition):
         raise ValueError("only %import common.<NAME> is supported")
-    return lark.Lark(grammar.definition, start="start", parser="earley", import_paths=[])
+    parser = lark.Lark(grammar.definition, start="start", parser="earley", import_paths=[])
+    matcher = getattr(getattr(parser.parser, "parser", None), "term_matcher", None)
+    patterns = getattr(getattr(matcher, "__self__", None), "regexps", None)
+    if not isinstance(patterns, dict):  # lark's insides changed: no terminal can be matched in time
+        raise ValueError("sim cannot bound the time this lark grammar's terminals take")
+    for name, compiled in list(patterns.items()):
+        _check_size(compiled.pattern)
+        patterns[name] = _TimedPattern(regex.compile(compiled.pattern, compiled.flags & ~re.UNICODE))
+    return parser
+
+
+class _TooLarge(ValueError):
+    """A grammar sim will not read: reading it would take more memory or time than a judge may spend."""
+
+
+MAX_EXPANSION = 100_000
+"""The most copies of its parts a regular expression's counted repeats may ask for (`regex` writes them
+all out when it compiles: `((a{1000}){1000}){100}` would take gigabytes)."""
+
+
+def _check_size(pattern: str) -> None:
+    """`ValueError` when the counted repeats of `pattern` multiply past `MAX_EXPANSION`."""
+    try:
+        size = _expansion(re_parser.parse(pattern))
+    except (
+        re.error,
+        RecursionError,
+        OverflowError,
+        ValueError,
+    ):  # syntax `re` does not know: bound it crudely
+        size = 1
+        for low, high in re.findall(r"\{(\d*),?(\d*)\}", pattern):
+            size *= max(int(low or 0), int(high or 0), 1)
+            if size > MAX_EXPANSION:
+                break
+    if size > MAX_EXPANSION:
+        raise _TooLarge(f"its counted repeats ask for more than {MAX_EXPANSION} copies")
+
+
+def _expansion(parsed: Any) -> int:
+    """How many copies of its parts a parsed pattern's counted repeats ask for, at most."""
+    total = 0
+    for op, value in parsed:
+        if op in (
+            re_constants.MAX_REPEAT,
+            re_constants.MIN_REPEAT,
+            getattr(re_constants, "POSSESSIVE_REPEAT", None),
+        ):
+            low, high, inner = value
+            copies = low if high == re_constants.MAXREPEAT else high
+            total += max(int(copies), 1) * _expansion(inner)
+        elif op == re_constants.SUBPATTERN:
+            total += _expansion(value[-1])
+        elif op == re_constants.BRANCH:
+            total += sum(_expansion(branch) for branch in value[1])
+        elif op in (re_constants.ASSERT, re_constants.ASSERT_NOT):
+            total += _expansion(value[1])
+        else:
+            total += 1
+        if total > MAX_EXPANSION:
+            return total
+    return total
+
+
+class _TimedPattern:
+    """A lark terminal's pattern matched by `regex` under `MATCH_SECONDS`: a terminal such as `/(a|aa)*c/`
+    backtracks in C, where no Python trace function can stop it."""
+
+    __slots__ = ("_pattern",)
+
+    def __init__(self, pattern: Any) -> None:
+        self._pattern = pattern
+
+    def match(self, text: str, index: int = 0) -> Any:
+        try:
+            return self._pattern.match(text, index, timeout=MATCH_SECONDS)
+        except TimeoutError:
+            raise _OutOfTime from None
 
 
 def lark_parser(grammar: InputGrammar) -> lark.Lark:
@@ -133,7 +227,7 @@ def input_problem(grammar: InputGrammar, text: str) -> str | None:
     time: a guarantee is only held where it can be checked)."""
     try:
         compiled = _compiled(grammar)
-    except (regex.error, lark.exceptions.LarkError, ValueError, RecursionError):
+    except _UNREADABLE:
         return None  # refused when it was asked
     if grammar.syntax == "regex":
         try:

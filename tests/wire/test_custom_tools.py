@@ -402,6 +402,33 @@ class TestHostileGrammars:
         assert response.status_code == 400 and response.json()["error"]["code"] == "unsupported_value"
         assert "sim reads grammars of at most" in response.json()["error"]["message"]
 
+    @pytest.mark.parametrize(
+        ("syntax", "definition"),
+        [("regex", "((a{1000}){1000}){100}"), ("regex", r"((\p{L}{1000}){1000}){100}"),
+         ("lark", "start: /((a{1000}){1000}){100}/")],
+    )  # fmt: skip
+    def test_a_grammar_whose_repeats_would_take_gigabytes_is_not_read(
+        self, tmp_path: Path, syntax: str, definition: str
+    ) -> None:
+        """`regex` writes counted repeats out when it compiles: sim refuses to, as its own limit."""
+        sim = simulator(tmp_path, script("{content: a}"))
+        tool = {"type": "custom", "name": "g", "format": {"type": "grammar", "syntax": syntax,
+                                                          "definition": definition}}  # fmt: skip
+        started = time.perf_counter()
+        (response,) = post(sim, {"model": "m", "input": "p", "tools": [tool]}, path="/v1/responses")
+        assert time.perf_counter() - started < 5
+        assert response.status_code == 400, response.text
+        error = response.json()["error"]
+        assert error["code"] == "unsupported_value" and "more than 100000 copies" in error["message"]
+
+    def test_a_backtracking_lark_terminal_is_judged_in_time(self) -> None:
+        grammar = InputGrammar("lark", "start: /(a|aa|a?a)*c/ | /(a|a)*b/")
+        started = time.perf_counter()
+        for text in ("a" * 30 + "!", "a" * 2_000 + "!", "aab"):
+            input_problem(grammar, text)
+        assert time.perf_counter() - started < 10
+        assert input_problem(grammar, "aab") is None
+
     def test_a_large_lark_grammar_under_the_limit_is_read_in_time(self) -> None:
         rules = "\n".join(f'r{n}: "k{n}" r{n + 1}?' for n in range(1500)) + '\nr1500: "end"'
         grammar = InputGrammar("lark", "start: r0\n" + rules)
