@@ -160,7 +160,7 @@ def _allowed_keys(at: DataPath) -> list[str]:
     for part in at:
         kind = _step(kind, part)
     options = [k for k in _alternatives(kind) if isinstance(k, type) and issubclass(k, BaseModel)]
-    return [name for option in options for name in option.model_fields]
+    return [field.alias or name for option in options for name, field in option.model_fields.items()]
 
 
 def _step(kind: Any, part: str | int) -> Any:

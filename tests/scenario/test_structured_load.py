@@ -123,3 +123,9 @@ def test_sims_loop_sends_the_format_and_strict_tools(
         play_scenario(Scenario.model_validate(data), path=path, via=via, api=api, stream=stream)
     )
     assert any("'lookup' is a strict function" in p for p in bad.problems), bad.problems
+
+
+def test_a_mistyped_key_of_the_format_is_told_by_the_name_the_file_uses(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError) as raised:
+        load(tmp_path, "prompt: p\nresponse_format: {name: a, schemaa: {}}\nreplies: [{content: x}]\n")
+    assert "unknown key 'schemaa' (did you mean 'schema'?)" in str(raised.value)
