@@ -114,13 +114,16 @@ def refused_hosted_tool(where: str, tool: Mapping[str, Any]) -> Refused | None:
         if not given:
             message = (f"Missing mutually exclusive parameters: '{where}'. Ensure you are providing exactly"
                        " one of: 'server_url' or 'connector_id'.")  # fmt: skip
-            return Refused(message, where, "missing_required_parameter")
+            return Refused(message, where, "missing_mutually_exclusive_parameters")
         if len(given) > 1:
             message = (f"Mutually exclusive parameters: '{where}'. Ensure you are only providing one of:"
                        " 'server_url' or 'connector_id'.")  # fmt: skip
             return Refused(message, where, "mutually_exclusive_parameters")
         approval = tool.get("require_approval")
-        if approval is not None and approval not in ("always", "never") and not isinstance(approval, dict):
+        if isinstance(approval, str) and approval not in ("always", "never"):
+            message = f"Invalid value: '{approval}'. Supported values are: 'always' and 'never'."
+            return Refused(message, f"{where}.require_approval", "invalid_value")
+        if approval is not None and not isinstance(approval, str | dict):
             return _wrong_type(
                 f"{where}.require_approval", "one of an object or 'always' or 'never'", approval
             )

@@ -91,16 +91,19 @@ def test_a_request_offering_a_hosted_tool_is_answered_as_usual(tmp_path: Path, t
          "Missing required parameter: 'tools[0].container'."),
         ({"type": "mcp", "server_url": "https://x"}, "tools[0].server_label", "missing_required_parameter",
          "Missing required parameter: 'tools[0].server_label'."),
-        ({"type": "mcp", "server_label": "x"}, "tools[0]", "missing_required_parameter",
+        ({"type": "mcp", "server_label": "x"}, "tools[0]", "missing_mutually_exclusive_parameters",
          "Missing mutually exclusive parameters: 'tools[0]'. Ensure you are providing exactly one of:"
          " 'server_url' or 'connector_id'."),
         ({"type": "mcp", "server_label": "x", "server_url": "https://x", "connector_id": "connector_gmail"},
          "tools[0]", "mutually_exclusive_parameters",
          "Mutually exclusive parameters: 'tools[0]'. Ensure you are only providing one of: 'server_url' or"
          " 'connector_id'."),
+        ({"type": "mcp", "server_label": "x", "server_url": "https://x", "require_approval": "sometimes"},
+         "tools[0].require_approval", "invalid_value",
+         "Invalid value: 'sometimes'. Supported values are: 'always' and 'never'."),
     ],
     ids=["no vector stores", "vector stores a string", "no container", "mcp without label", "mcp without url",
-         "mcp with both"],
+         "mcp with both", "mcp approval unknown"],
 )  # fmt: skip
 def test_a_malformed_hosted_tool_is_refused_in_the_apis_words(
     tmp_path: Path, tool: dict[str, Any], param: str, code: str, message: str
