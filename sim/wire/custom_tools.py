@@ -100,7 +100,7 @@ def format_from_wire(tool: Mapping[str, Any]) -> InputGrammar | None:
         raise GrammarError(message, f"{grammar_where}.definition", unsimulated=True)
     try:
         _compiled(grammar)
-    except _TooLarge as error:
+    except _NotRead as error:
         message = f"sim does not read the grammar of custom tool {name!r} ({syntax}): {error}"
         raise GrammarError(message, f"{grammar_where}.definition", unsimulated=True) from None
     except _UNREADABLE as error:
@@ -135,7 +135,7 @@ def _compiled(grammar: InputGrammar) -> Any:
         _check_size(grammar.definition)
         return regex.compile(grammar.definition)
     if _IMPORT.search(grammar.definition):
-        raise ValueError("only %import common.<NAME> is supported")
+        raise _NotRead("sim reads %import of lark's common grammar only (%import common.<NAME>)")
     parser = lark.Lark(grammar.definition, start="start", parser="earley", import_paths=[])
     matcher = getattr(getattr(parser.parser, "parser", None), "term_matcher", None)
     patterns = getattr(getattr(matcher, "__self__", None), "regexps", None)
@@ -147,8 +147,9 @@ def _compiled(grammar: InputGrammar) -> Any:
     return parser
 
 
-class _TooLarge(ValueError):
-    """A grammar sim will not read: reading it would take more memory or time than a judge may spend."""
+class _NotRead(ValueError):
+    """A grammar sim will not read: reading it would take more memory or time than a judge may spend, or
+    reach outside the grammar (a lark `%import` of files)."""
 
 
 MAX_EXPANSION = 100_000
@@ -172,7 +173,7 @@ def _check_size(pattern: str) -> None:
             if size > MAX_EXPANSION:
                 break
     if size > MAX_EXPANSION:
-        raise _TooLarge(f"its counted repeats ask for more than {MAX_EXPANSION} copies")
+        raise _NotRead(f"its counted repeats ask for more than {MAX_EXPANSION} copies")
 
 
 def _expansion(parsed: Any) -> int:

@@ -349,7 +349,6 @@ class TestHostileGrammars:
             ("regex", "a{2,1}"),
             ("lark", "start: undefined_rule"),
             ("lark", "start: ("),
-            ("lark", '%import os.path\nstart: "a"'),
             ("lark", ""),
         ],
     )
@@ -377,6 +376,14 @@ class TestHostileGrammars:
         assert chat.json()["error"]["param"] == "tools[0].custom.format.grammar.definition"
         assert responses.json()["error"]["param"] == "tools[0].format.definition"
         assert f"Invalid grammar for custom tool 'g' ({syntax})" in responses.json()["error"]["message"]
+
+    def test_a_lark_import_of_files_is_not_read(self, tmp_path: Path) -> None:
+        sim = simulator(tmp_path, script("{content: a}"))
+        form = {"type": "grammar", "syntax": "lark", "definition": '%import secrets.KEY\nstart: "a"'}
+        tool = {"type": "custom", "name": "g", "format": form}
+        (response,) = post(sim, {"model": "m", "input": "p", "tools": [tool]}, path="/v1/responses")
+        assert response.status_code == 400 and response.json()["error"]["code"] == "unsupported_value"
+        assert "%import" in response.json()["error"]["message"]
 
     def test_an_unknown_syntax_is_refused(self, tmp_path: Path) -> None:
         sim = simulator(tmp_path, script("{content: a}"))
