@@ -219,12 +219,7 @@ def hosted_from_wire(where: str, item: Mapping[str, Any]) -> HostedItem:
             raise RefusedError(_missing(f"{where}.approve"))
     elif not isinstance(item_id, str) or not item_id:
         raise RefusedError(_missing(f"{where}.id"))
-    fields = {key: value for key, value in item.items() if key not in ("type", "id")}
-    return HostedItem(
-        kind=kind,
-        id=item_id if isinstance(item_id, str) else None,
-        fields=json.dumps(fields, ensure_ascii=False),
-    )
+    return _kept(item)
 
 
 def hosted_item_of(item: Mapping[str, Any]) -> HostedItem:
@@ -232,8 +227,18 @@ def hosted_item_of(item: Mapping[str, Any]) -> HostedItem:
     item_id = item.get("id")
     if not isinstance(item_id, str) or not item_id:
         raise ModelReplyError(f"a {item.get('type')} item must have an id")
+    return _kept(item)
+
+
+def _kept(item: Mapping[str, Any]) -> HostedItem:
+    """An item as it came: its type, its id (if a string), the rest as JSON text."""
+    item_id = item.get("id")
     fields = {key: value for key, value in item.items() if key not in ("type", "id")}
-    return HostedItem(kind=str(item.get("type")), id=item_id, fields=json.dumps(fields, ensure_ascii=False))
+    return HostedItem(
+        kind=str(item.get("type")),
+        id=item_id if isinstance(item_id, str) else None,
+        fields=json.dumps(fields, ensure_ascii=False),
+    )
 
 
 def minted(item: HostedItem, suffix: str, number: int) -> HostedItem:
