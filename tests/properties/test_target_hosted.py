@@ -33,3 +33,13 @@ def test_a_loop_offering_an_mcp_server_is_not_simulated_never_a_finding() -> Non
     assert campaign.violations == [] and campaign.failure is None
     assert campaign.unsimulated == campaign.runs == 10
     assert "MCP server" in (campaign.vacuous() or "")
+
+
+def test_an_openai_agents_agent_with_web_search_passes_the_api_profile() -> None:
+    from tests.fuzz.hosted_targets import AGENTS_ALLOW, agents_search_the_web
+
+    campaign = fuzz_target(
+        agents_search_the_web, examples=30, seed=0, profile=Profile.api, allow=AGENTS_ALLOW
+    )
+    assert campaign.violations == [] and campaign.failure is None and campaign.vacuous() is None
+    assert campaign.round_trips > 10 and campaign.unsimulated == 0
