@@ -4,8 +4,9 @@ Responses API writes `{name, format: {type: grammar, syntax, definition}}`), its
 `regex` and refused where it cannot be read, and a call's input judged against it.
 
 A hostile grammar must not hang whoever reads it: an input is matched by the `regex` package, or parsed by
-`lark`, under a time limit (an input that cannot be judged in time is not held against the script), and a
-grammar longer than `GRAMMAR_CHARS` is not read at all (sim's own limit)."""
+`lark` (its terminals by `regex`), under a time limit (an input that cannot be judged in time is not held
+against the script); a grammar longer than `GRAMMAR_CHARS`, or whose counted repeats `regex` would write
+out past `MAX_EXPANSION` copies, is not read at all (sim's own limits, not the API's)."""
 
 from __future__ import annotations
 
