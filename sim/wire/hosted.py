@@ -352,13 +352,6 @@ def refused_hosted(body: Mapping[str, Any]) -> Refused | None:
     return None
 
 
-def is_reference(item: Any) -> bool:
-    """Whether an input item is an `item_reference` (written out, or an object with only an `id`)."""
-    if not isinstance(item, Mapping):
-        return False
-    return item.get("type") == "item_reference" or (len(item) == 1 and isinstance(item.get("id"), str))
-
-
 def tool_kind(tool: Mapping[str, Any]) -> str:
     """What a hosted tool is, its versions one (`web_search` for every web search type)."""
     kind = str(tool.get("type"))

@@ -43,10 +43,11 @@ def _size(message: ChatMessage) -> int:
             for item in message.reasoning
         )
         size += sum(_PART_BYTES + _text(item.text) for item in message.items if isinstance(item, TextItem))
-        hosted = [part for part in message.items if isinstance(part, HostedItem)]
-        size += sum(_PART_BYTES + _text(part.fields) for part in hosted)
-        cited = [part for part in message.items if isinstance(part, TextItem) and part.annotations]
-        size += sum(_text(annotation) for part in cited for annotation in part.annotations)
+        if message.items:
+            hosted = [part for part in message.items if isinstance(part, HostedItem)]
+            size += sum(_PART_BYTES + _text(part.fields) for part in hosted)
+            cited = [part for part in message.items if isinstance(part, TextItem) and part.annotations]
+            size += sum(_text(annotation) for part in cited for annotation in part.annotations)
     elif isinstance(message, ToolMessage):
         size += _text(message.tool_call_id)
     return size

@@ -64,7 +64,7 @@ def assistant_turn(
     if content is None and texts:
         content = "\n\n".join(texts)
     first_text = next((n for n, part in enumerate(parts) if isinstance(part, TextItem)), len(parts))
-    ordered = (
+    ordered = bool(parts) and (
         len(texts) > 1
         or any(isinstance(part, HostedItem) for part in parts)
         or any(isinstance(part, TextItem) and (part.id or part.phase or part.annotations) for part in parts)

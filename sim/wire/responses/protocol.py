@@ -25,7 +25,6 @@ from sim.wire import STORE_LIMIT_BYTES
 from sim.wire.chat.protocol import estimate_usage
 from sim.wire.hosted import (
     forced_hosted,
-    is_reference,
     minted,
     offered_hosted,
     refused_hosted,
@@ -135,7 +134,7 @@ class ResponsesProtocol:
         """`instructions` and `input` (after the stored conversation `previous_response_id` names), and
         flat `tools`; pairing is checked on the whole rebuilt conversation."""
         previous = body.get("previous_response_id")
-        new = messages_from_items(self._referenced(body.get(CONVERSATION)))
+        new = messages_from_items(body.get(CONVERSATION), self._referenced)
         pairing = PairingChecker()
         found = None
         if previous is not None:
@@ -163,21 +162,12 @@ class ResponsesProtocol:
         choice = forced_hosted(body.get("tool_choice"))
         return replace(terms, hosted=offered_hosted(body.get("tools")), hosted_choice=choice)
 
-    def _referenced(self, items: Any) -> Any:
-        """Input items with each `item_reference` replaced by the item it names, as the API kept it;
-        `RefusedError` for an item it never kept."""
-        if not isinstance(items, list) or not any(map(is_reference, items)):
-            return items
-        resolved = []
-        for item in items:
-            if is_reference(item):
-                item_id = item.get("id")
-                kept = self._items.get(item_id) if isinstance(item_id, str) else None
-                if kept is None:
-                    raise RefusedError(_not_found(str(item_id), unstored=item_id in self._items))
-                item = kept
-            resolved.append(item)
-        return resolved
+    def _referenced(self, item_id: str) -> dict[str, Any]:
+        """The item an `item_reference` names, as the API kept it; `RefusedError` for one it never kept."""
+        kept = self._items.get(item_id)
+        if kept is None:
+            raise RefusedError(_not_found(item_id, unstored=item_id in self._items))
+        return kept
 
     def check(self, body: dict[str, Any], decoded: ModelRequest) -> Refused | None:
         """Reasoning items sent back as the API checks them: one sent by id alone must be one the API kept

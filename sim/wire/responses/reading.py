@@ -4,7 +4,7 @@ messages (consecutive assistant items one turn) and flat `tools` as tool specs, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from sim.core.errors import MessageContractError, ModelReplyError
@@ -35,9 +35,12 @@ def _bad(where: str, what: str) -> MessageContractError:
     return MessageContractError(f"{where}: {what}")
 
 
-def messages_from_items(items: Any) -> list[ChatMessage]:
+def messages_from_items(
+    items: Any, referenced: Callable[[str], Mapping[str, Any]] | None = None
+) -> list[ChatMessage]:
     """Input items as messages: consecutive assistant items (text, reasoning, function calls) are one
-    assistant turn. Pairing is not checked here; `MessageContractError` when an item is malformed."""
+    assistant turn. Pairing is not checked here; `MessageContractError` when an item is malformed. An
+    `item_reference` is read as the item `referenced(id)` gives (which refuses an unknown id)."""
     if isinstance(items, str):
         return [UserMessage(content=items)]
     if not isinstance(items, list):
@@ -60,6 +63,11 @@ def messages_from_items(items: Any) -> list[ChatMessage]:
         if not isinstance(item, Mapping):
             raise _bad(where, "each input item must be an object")
         kind = item.get("type", "message")
+        if kind == "item_reference" or (kind == "message" and len(item) == 1 and "id" in item):
+            if referenced is None or not isinstance(item.get("id"), str):
+                raise _bad(f"{where}.id", "an item_reference names an item by its id")
+            item = referenced(item["id"])
+            kind = item.get("type", "message")
         if kind == "message":
             role = item.get("role")
             text = content_text(item.get("content"), f"{where}.content")
