@@ -11,7 +11,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from sim.scenario.schema import ScriptedReplySpec
-from sim.wire.hosted import UNDRAWN_CALLS, drawn_call, tool_kind, undrawable
+from sim.wire.hosted import UNDRAWN_CALLS, WEB_ACTIONS, drawn_call, tool_kind, undrawable
 
 _WORDS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz ", min_size=1, max_size=30).filter(str.strip)
 _URLS = st.sampled_from(["https://example.com/", "https://example.org/news", "https://example.net/a?b=c"])
@@ -39,5 +39,6 @@ def draw_hosted(
         raise NotSimulated(UNDRAWN_CALLS[kind])
     words = data.draw(_WORDS, label="hosted words")
     url = data.draw(_URLS, label="hosted url")
-    entries, cited = drawn_call(kind, words, url, spec.content if spec.refusal is None else None)
+    then = data.draw(st.sampled_from(WEB_ACTIONS), label="web search then") if kind == "web_search" else ""
+    entries, cited = drawn_call(kind, words, url, spec.content if spec.refusal is None else None, then)
     return spec.model_copy(update={"hosted": entries, "annotations": cited})

@@ -373,18 +373,28 @@ UNDRAWN_CALLS = {"image_generation": "an image generation call: sim does not dra
 """The hosted tools whose calls sim cannot make up, and why."""
 
 
+WEB_ACTIONS = ("search", "open_page", "find_in_page")
+"""What a web search call does: a search, then maybe a page of its results opened or searched."""
+
+
 def drawn_call(
-    kind: str, words: str, url: str, text: str | None
+    kind: str, words: str, url: str, text: str | None, then: str = "search"
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """A call of hosted tool `kind` (web or file search, code interpreter) made of drawn `words` (a query,
     code's output) and a `url`, in the spec's shapes: the entries a reply scripts, and the citations on its
-    `text` (a web search cites its source over the whole text)."""
+    `text` (a web search cites its source over the whole text; `then` one of `WEB_ACTIONS`: after its
+    search, a web search may open the page it found, or look for the words in it)."""
     if kind == "web_search":
         action = {"type": "search", "query": words, "sources": [{"type": "url", "url": url}]}
-        entry = {"type": "web_search_call", "action": action}
+        entries = [{"type": "web_search_call", "action": action}]
+        if then == "open_page":
+            entries.append({"type": "web_search_call", "action": {"type": "open_page", "url": url}})
+        elif then == "find_in_page":
+            found = {"type": "find_in_page", "url": url, "pattern": words}
+            entries.append({"type": "web_search_call", "action": found})
         if not text:
-            return [entry], []
-        return [entry], [{"type": "url_citation", "start_index": 0, "end_index": len(text), "url": url,
+            return entries, []
+        return entries, [{"type": "url_citation", "start_index": 0, "end_index": len(text), "url": url,
                           "title": words}]  # fmt: skip
     if kind == "file_search":
         result = {"file_id": "file-sim", "filename": "notes.txt", "score": 0.5, "text": words}

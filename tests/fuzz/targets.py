@@ -871,3 +871,16 @@ def legacy_never_sees_its_calls(client: OpenAI, prompt: str) -> str | None:
     )
     message = completion.choices[0].message
     return None if message.tool_calls else message.content
+
+
+def _queries_logged(response: Any) -> tuple[str | None, list[Any]]:
+    searched = [item.action.query for item in response.output if item.type == "web_search_call"]
+    return response.output_text + "".join(f" [{query}]" for query in searched), [
+        item for item in response.output if item.type == "function_call"
+    ]
+
+
+def logs_every_query(client: OpenAI, prompt: str) -> str | None:
+    """Bug: takes every web search call for a search (`action.query`); a call may open a page it found, or
+    look for words in it, which has no query."""
+    return _searching(client, prompt, _queries_logged)

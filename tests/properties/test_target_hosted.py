@@ -43,3 +43,10 @@ def test_an_openai_agents_agent_with_web_search_passes_the_api_profile() -> None
     )
     assert campaign.violations == [] and campaign.failure is None and campaign.vacuous() is None
     assert campaign.round_trips > 10 and campaign.unsimulated == 0
+
+
+def test_a_loop_that_takes_every_web_search_call_for_a_query_is_found() -> None:
+    campaign = fuzz_target(targets.logs_every_query, examples=40, seed=0, profile=Profile.api)
+    assert campaign.failure is not None, f"passed {campaign.runs} runs"
+    assert {violation.invariant for violation in campaign.violations} == {"crash"}
+    assert "AttributeError" in campaign.violations[0].detail
