@@ -30,9 +30,14 @@ class DrawnAnswerer:
     """Each reply drawn by `draw` when its request arrives, up to `bound` requests; past the bound, a 400
     that says the run ran away. What it was asked and answered is kept for the run's judgement."""
 
-    def __init__(self, draw: Callable[[Asked], ScriptedReplySpec], bound: int = BOUND) -> None:
+    def __init__(
+        self, draw: Callable[[Asked], ScriptedReplySpec], bound: int = BOUND, *, judged: bool = True
+    ) -> None:
         self.draw = draw
         self.bound = bound
+        self.judged = judged
+        """Whether a drawn reply that breaks a guarantee of its request is refused as a script mismatch
+        (the api profile); without, it is sent as drawn (the hostile profile)."""
         self.closed = False
         """Whether the run is over: every request from now on is told so (a target still retrying)."""
         self.stopped: BaseException | None = None
@@ -83,6 +88,8 @@ class DrawnAnswerer:
         self.served.append((number, spec))
         index = len(self.served) - 1
         said = f"reply {index + 1}: {summary(spec)}"
-        answer, problems = scripted_answer(spec, reply, asked, index=index, latency=_NO_LATENCY, said=said)
+        answer, problems = scripted_answer(
+            spec, reply, asked, index=index, latency=_NO_LATENCY, said=said, judged=self.judged
+        )
         self.problems += problems
         return answer

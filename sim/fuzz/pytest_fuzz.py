@@ -73,7 +73,9 @@ def fuzz_test(
     @given(st.data())
     def test(data: st.DataObject) -> None:
         drawer = ReplyDrawer(data, chosen)
-        drawn = DrawnAnswerer(lambda asked: drawer.draw(asked.decoded, asked.terms), bound)
+        drawn = DrawnAnswerer(
+            lambda asked: drawer.draw(asked.decoded, asked.terms), bound, judged=chosen is Profile.api
+        )
         run = run_once(checked, _shared_endpoint(), drawn, seconds)
         for name in sorted(drawer.unhonoured):
             event(f"valid arguments could not always be drawn for {name}")

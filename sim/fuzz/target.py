@@ -512,7 +512,8 @@ def fuzz_target(
     @given(st.data())
     def example(data: st.DataObject) -> None:
         drawer = ReplyDrawer(data, profile)
-        run = run_once(target, endpoint, DrawnAnswerer(partial(draw, drawer), bound), seconds)
+        answerer = DrawnAnswerer(partial(draw, drawer), bound, judged=profile is Profile.api)
+        run = run_once(target, endpoint, answerer, seconds)
         campaign.unhonoured |= drawer.unhonoured
         found = campaign.keep(run)
         if on_run is not None:

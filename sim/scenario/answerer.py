@@ -35,12 +35,20 @@ _NO_RETRY = (("x-should-retry", "false"),)
 
 
 def scripted_answer(
-    spec: ScriptedReplySpec, reply: ModelReply, asked: Asked, *, index: int, latency: Latency, said: str
+    spec: ScriptedReplySpec,
+    reply: ModelReply,
+    asked: Asked,
+    *,
+    index: int,
+    latency: Latency,
+    said: str,
+    judged: bool = True,
 ) -> tuple[Answer, list[Problem]]:
     """How scripted reply `index` (`spec`, standing for `reply`) answers `asked`, and the problems that
     shows: the request differs from its `expect_request`, or the reply breaks a guarantee the request sets
     (`sim.wire.guarantees`: its `tool_choice`, a strict schema); otherwise its error, its malformed body
-    or the reply, at its latency. `said` is what the access log says of it."""
+    or the reply, at its latency. `said` is what the access log says of it. Without `judged`, the reply is
+    sent whatever the request guarantees (the fuzzer's hostile profile sends what the API never would)."""
     number = asked.number
     if spec.expect_request is not None:
         differences = check_request(f"replies[{index}].expect_request", spec.expect_request, asked.decoded)
@@ -49,7 +57,7 @@ def scripted_answer(
                         for d in differences]  # fmt: skip
             error = ApiError(400, "; ".join(differences), code="sim_expectation_failed")
             return _said_if(error, spec, said), problems
-    if spec.error is None and not spec.malformed:
+    if judged and spec.error is None and not spec.malformed:
         refused = spec.refusal is not None
         contradiction = broken_guarantee(asked, reply, name=f"replies[{index}]", refusal=refused)
         if contradiction is not None:

@@ -98,3 +98,17 @@ def test_a_run_that_asks_for_what_sim_cannot_simulate_is_counted_not_a_finding()
     assert 0 < campaign.unsimulated < campaign.runs
     assert campaign.unsimulated_example is not None and "n must be 1, not 2" in campaign.unsimulated_example
     assert "BadRequestError" not in campaign.raised  # counted as not simulated, not as what it raised
+
+
+@pytest.mark.parametrize("loop", [targets.requires_a_tool, targets.trusts_strict_arguments],
+                         ids=["tool_choice", "strict"])  # fmt: skip
+def test_the_hostile_profile_sends_what_it_draws_whatever_the_request_guarantees(
+    loop: Callable[..., Any],
+) -> None:
+    """The hostile profile draws what the API would never send for the request (text where a tool is
+    required, a strict function's arguments off its schema): sent as drawn, it reaches the loop, whose
+    trust is then found as a crash; the drawer's own draw is never refused as a script mismatch."""
+    campaign = fuzz_target(loop, examples=60, seed=0, profile=Profile.hostile)
+    details = [violation.detail for violation in campaign.violations]
+    assert not any("disagree" in detail for detail in details), details
+    assert "crash" in {violation.invariant for violation in campaign.violations}
