@@ -34,6 +34,7 @@ TOOLS = [
         "function": {"name": "shell", "description": "Runs.", "parameters": {"type": "object"}},
     }
 ]
+OTHER_TOOLS = [{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]
 
 
 def events(response: httpx2.Response) -> list[str]:
@@ -210,11 +211,11 @@ class TestValidation:
 
     def test_expect_request_failure_is_a_400_and_a_problem(self) -> None:
         sim = bundled()
-        (response,) = post(sim, {**FIRST, "tools": []})
+        (response,) = post(sim, {**FIRST, "tools": OTHER_TOOLS})
         assert response.status_code == 400
         assert response.json()["error"]["code"] == "sim_expectation_failed"
         assert messages(sim.answerer.problems) == [
-            "replies[0].expect_request.tools: expected ['shell'], got []"
+            "replies[0].expect_request.tools: expected ['shell'], got ['search']"
         ]
 
     def test_request_after_the_script_names_the_scenario(self) -> None:
@@ -230,7 +231,7 @@ class TestValidation:
 
     def test_problems_are_typed_with_the_request_they_are_about(self) -> None:
         sim = bundled()
-        post(sim, {**FIRST, "tools": []}, {**FIRST, "n": 3}, SECOND, SECOND)
+        post(sim, {**FIRST, "tools": OTHER_TOOLS}, {**FIRST, "n": 3}, SECOND, SECOND)
         problems = [(problem.kind, problem.number, problem.code) for problem in sim.answerer.problems]
         assert problems == [
             (ProblemKind.expectation_failed, 1, "sim_expectation_failed"),

@@ -92,12 +92,20 @@ def error_body(tmp_path: Path, body: dict[str, Any], path: str = "/v1/chat/compl
         ),
         (
             {"tools": [], "tool_choice": "auto"},  # tools dropped, the list kept
-            "Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are specified.",
-            "tool_choice",
-            None,
+            "Invalid 'tools': empty array. Expected an array with minimum length 1, but got an empty array"
+            " instead.",
+            "tools",
+            "empty_array",
+        ),
+        (
+            {"tools": [{"type": "function", "function": {"name": f"f{n}"}} for n in range(129)]},
+            "Invalid 'tools': array too long. Expected an array with maximum length 128, but got an array"
+            " with length 129 instead.",
+            "tools",
+            "array_above_max_length",
         ),
     ],
-    ids=["auto", "required", "named", "parallel-true", "parallel-false", "empty-tools"],
+    ids=["auto", "required", "named", "parallel-true", "parallel-false", "empty-tools", "too-many-tools"],
 )
 def test_what_only_tools_allow_is_refused_without_tools(
     tmp_path: Path, fields: dict[str, Any], message: str, param: str, code: str | None
