@@ -33,6 +33,8 @@ _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 PATTERN_SECONDS = 0.1
 """How long one `pattern` may search one string while a text is judged (a runaway pattern is not judged)."""
 _JSON_WORD = re.compile("json", re.IGNORECASE)
+VERBOSITIES = ("low", "medium", "high")
+"""The values the Responses API takes for `text.verbosity` (the spec's `Verbosity`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +67,14 @@ def _kind_name(value: Any) -> str:
             dict: "object"}.get(type(value), "null" if value is None else type(value).__name__)  # fmt: skip
 
 
+def _said_kind(value: Any) -> str:
+    """A value's JSON kind as the API's type errors say it: `a string`, `an object`, `a decimal`, `null`."""
+    return {str: "a string", bool: "a boolean", int: "an integer", float: "a decimal", list: "an array",
+            dict: "an object"}.get(type(value), "null" if value is None else "a value")  # fmt: skip
+
+
 def _invalid_type(param: str, value: Any, expected: str) -> Refused:
-    message = f"Invalid type for '{param}': expected {expected}, but got {_kind_name(value)} instead."
+    message = f"Invalid type for '{param}': expected {expected}, but got {_said_kind(value)} instead."
     return Refused(message, param, "invalid_type")
 
 
@@ -137,6 +145,12 @@ def responses_format(body: Mapping[str, Any]) -> TextFormat | Refused:
         return PLAIN
     if not isinstance(text, Mapping):
         return _invalid_type("text", text, "an object")
+    verbosity = text.get("verbosity")
+    if verbosity is not None and not isinstance(verbosity, str):
+        return _invalid_type("text.verbosity", verbosity, "a string")
+    if verbosity is not None and verbosity not in VERBOSITIES:
+        message = f"Invalid value: '{verbosity}'. Supported values are: 'low', 'medium', and 'high'."
+        return Refused(message, "text.verbosity", "invalid_value")
     format_ = text.get("format")
     if format_ is None:
         return PLAIN
@@ -199,7 +213,7 @@ def refused_responses_json_object(body: Mapping[str, Any], format_: TextFormat) 
 def echoed_text(text: Any) -> dict[str, Any]:
     """A request's `text` as a `response` echoes it: its format with the API's defaults filled in (`strict`
     false for a schema; a `description` only when given: the spec has no null one), `verbosity` medium
-    when left out."""
+    when left out; nothing else (the spec's `ResponseTextParam` has no other field)."""
     said = text if isinstance(text, Mapping) else {}
     format_ = said.get("format")
     echoed: dict[str, Any] = {"type": "text"}
@@ -210,7 +224,7 @@ def echoed_text(text: Any) -> dict[str, Any]:
             echoed["description"] = format_["description"]
     elif isinstance(format_, Mapping) and format_.get("type") == "json_object":
         echoed = {"type": "json_object"}
-    return {**said, "format": echoed, "verbosity": said.get("verbosity") or "medium"}
+    return {"format": echoed, "verbosity": said.get("verbosity") or "medium"}
 
 
 def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:

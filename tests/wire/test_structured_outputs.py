@@ -186,7 +186,7 @@ REFUSED = [
     ("chat", chat_body({"type": "xml"}), "response_format.type",
      "Invalid value: 'xml'. Supported values are: 'text', 'json_object', and 'json_schema'."),
     ("chat", chat_body("json"), "response_format",
-     "Invalid type for 'response_format': expected an object, but got string instead."),
+     "Invalid type for 'response_format': expected an object, but got a string instead."),
     ("chat", chat_body({"type": "json_schema", "json_schema": {"name": "a b", "schema": STRICT}}),
      "response_format.json_schema.name", "Invalid 'response_format.json_schema.name': string does not match"),
     ("chat", chat_body({"type": "json_schema", "json_schema": {"name": "out", "strict": True,
