@@ -99,17 +99,21 @@ def functions_from_wire(body: Mapping[str, Any]) -> tuple[ToolSpec, ...]:
         where = f"{FUNCTIONS}[{index}]"
         if not isinstance(function, Mapping):
             raise _error(where, "each function must be an object with a name")
-        name = function.get("name")
-        if not isinstance(name, str) or not _NAME.fullmatch(name):
-            raise _error(f"{where}.name", f"invalid function name {name!r}")
-        parameters = function.get("parameters", {"type": "object", "properties": {}})
-        if not isinstance(parameters, Mapping) or parameters.get("type", "object") != "object":
-            raise _error(
-                f"{where}.parameters", f"Invalid schema for function '{name}': must be an object schema"
-            )
-        description = function.get("description", "")
-        specs.append(ToolSpec(name, description if isinstance(description, str) else "", parameters))
+        specs.append(function_spec_from_wire(function, where))
     return tuple(specs)
+
+
+def function_spec_from_wire(function: Mapping[str, Any], where: str) -> ToolSpec:
+    """A function definition (`{name, description, parameters}`), as a tool's `function` and each of the
+    deprecated `functions` give it; `where` is where it stands in the body."""
+    name = function.get("name")
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise _error(f"{where}.name", f"invalid function name {name!r}")
+    parameters = function.get("parameters", {"type": "object", "properties": {}})
+    if not isinstance(parameters, Mapping) or parameters.get("type", "object") != "object":
+        raise _error(f"{where}.parameters", f"Invalid schema for function '{name}': must be an object schema")
+    description = function.get("description", "")
+    return ToolSpec(name, description if isinstance(description, str) else "", parameters)
 
 
 def _names(body: Mapping[str, Any]) -> list[str]:

@@ -18,7 +18,12 @@ from sim.core.messages import (
 )
 from sim.core.model import ModelRequest, ToolSpec
 from sim.wire.chat.client import tool_call_from_wire
-from sim.wire.chat.legacy import function_call_from_wire, function_message_from_wire, functions_from_wire
+from sim.wire.chat.legacy import (
+    function_call_from_wire,
+    function_message_from_wire,
+    function_spec_from_wire,
+    functions_from_wire,
+)
 from sim.wire.custom_tools import CUSTOM, GrammarError, format_from_wire, is_custom
 
 _WIRE_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -103,17 +108,7 @@ def _tool_spec_from_wire(raw: Any, where: str) -> ToolSpec:
         raise contract_error(
             where, "each tool must be {type: function, function: {...}} or {type: custom, custom: {...}}"
         )
-    function = raw["function"]
-    name = function.get("name")
-    if not isinstance(name, str) or not _WIRE_TOOL_NAME.fullmatch(name):
-        raise contract_error(f"{where}.function.name", f"invalid function name {name!r}")
-    parameters = function.get("parameters", {"type": "object", "properties": {}})
-    if not isinstance(parameters, Mapping) or parameters.get("type", "object") != "object":
-        raise contract_error(
-            f"{where}.function.parameters", f"Invalid schema for function '{name}': must be an object schema"
-        )
-    description = function.get("description", "")
-    return ToolSpec(name, description if isinstance(description, str) else "", parameters)
+    return function_spec_from_wire(raw["function"], f"{where}.function")
 
 
 def request_from_wire(body: Any) -> ModelRequest:
