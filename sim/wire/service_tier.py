@@ -31,6 +31,15 @@ def refused_service_tier(body: Mapping[str, Any]) -> Refused | None:
     return Refused(message, "service_tier", "invalid_value")
 
 
+def asked_tier(body: Mapping[str, Any]) -> str:
+    """The tier a response says while it is not yet served (streamed `response.created` and
+    `response.in_progress`): the one asked for, `auto` when none; `served_tier` once it is done."""
+    tier = body.get("service_tier")
+    if not isinstance(tier, str) or tier not in SERVICE_TIERS or tier == "auto":
+        return "auto"
+    return _SHOWN.get(tier, tier)
+
+
 def served_tier(body: Mapping[str, Any]) -> str:
     """The tier a reply says served the request: the one it asked for (`auto` or none: `default`; `fast`:
     `priority`)."""

@@ -52,7 +52,7 @@ from sim.wire.responses.items import (
 )
 from sim.wire.responses.reading import instructions_from_wire, messages_from_items, tools_from_wire
 from sim.wire.responses.rendering import events_to_wire, response_to_wire
-from sim.wire.service_tier import refused_service_tier
+from sim.wire.service_tier import asked_tier, refused_service_tier
 from sim.wire.sse import frame
 from sim.wire.text_format import refused_responses_format, responses_format, with_format
 from sim.wire.tool_choice import ReplyTerms, reply_terms
@@ -278,7 +278,7 @@ class ResponsesProtocol:
     def stream(self, reply: ModelReply, asked: Asked, *, refusal: bool = False) -> list[bytes]:
         """The response's events, named and numbered as the API sends them (kept as `reply` keeps it)."""
         wire = self.reply(reply, asked, refusal=refusal)
-        return [frame(event, event["type"]) for event in events_to_wire(wire)]
+        return [frame(event, event["type"]) for event in events_to_wire(wire, asked.body)]
 
     def failed(self, error: dict[str, Any], asked: Asked) -> list[bytes]:
         """`response.created`, `response.in_progress`, then `response.failed` carrying the error (its
@@ -290,7 +290,7 @@ class ResponsesProtocol:
             return response_to_wire(empty, response_id=response_id, created=CREATED,
                 model=asked.model, usage=None, request=asked.body, status=status, error=failure)  # fmt: skip
 
-        started = response("in_progress")
+        started = {**response("in_progress"), "service_tier": asked_tier(asked.body)}
         ended = response("failed", {"code": error.get("code") or "server_error", "message": error["message"]})
         events = [
             {"type": "response.created", "response": started},

@@ -24,7 +24,7 @@ from sim.wire.responses.items import (
     call_to_wire,
     reasoning_to_wire,
 )
-from sim.wire.service_tier import served_tier
+from sim.wire.service_tier import asked_tier, served_tier
 from sim.wire.text_format import echoed_text
 
 OUTPUT_TEXT_LOGPROBS = "message.output_text.logprobs"
@@ -151,12 +151,16 @@ def response_to_wire(
     }
 
 
-def events_to_wire(response: dict[str, Any]) -> list[dict[str, Any]]:
+def events_to_wire(
+    response: dict[str, Any], request: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
     """A `response` object as the events the real API streams, each with its `sequence_number`:
     created, in_progress, each output item added / streamed in pieces / done, then completed (or
-    incomplete)."""
+    incomplete). Until it is done, the response says the tier `request` asked for (`auto` when none)."""
     started = {**response, "status": "in_progress", "completed_at": None, "output": [],
                "incomplete_details": None, "usage": None}  # fmt: skip
+    if request is not None and "service_tier" in response:
+        started["service_tier"] = asked_tier(request)
     events: list[dict[str, Any]] = [
         {"type": "response.created", "response": started},
         {"type": "response.in_progress", "response": started},
