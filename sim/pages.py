@@ -16,7 +16,7 @@ from sim.reports.html import Report, Tally, divergence, render, section
 if TYPE_CHECKING:
     from sim.cassette.replay import ReplayReport
     from sim.fuzz.campaign import FuzzReport
-    from sim.fuzz.target import TargetCampaign
+    from sim.fuzz.findings import TargetCampaign
     from sim.player import PlayReport
 
 
@@ -81,7 +81,7 @@ def fuzzed(report: FuzzReport, target: str | None) -> Report:
 def fuzzed_target(campaign: TargetCampaign) -> Report:
     """A campaign against someone's loop: its tally, what the target raised, and the smallest failing run
     with what it found and how to replay it."""
-    from sim.fuzz.target import describe as describe_reply  # hypothesis: loaded for a fuzz page only
+    from sim.fuzz.findings import describe as describe_reply  # hypothesis: loaded for a fuzz page only
 
     page = Report(f"sim fuzz --target {campaign.target} ({campaign.profile} profile)")
     vacuous = None if campaign.violations else campaign.vacuous()

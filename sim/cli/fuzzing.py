@@ -33,8 +33,8 @@ from sim.fuzz.terms import BOUND, MAX_RUN_SECONDS, RUN_SECONDS, Profile
 
 if TYPE_CHECKING:
     from sim.fuzz.databases import Guarded
+    from sim.fuzz.findings import TargetCampaign
     from sim.fuzz.invariants import Violation
-    from sim.fuzz.target import TargetCampaign
     from sim.fuzz.worker import Replayed
 
 NO_TARGET = "give --target MODULE:FUNC, the loop to fuzz (sim's own loop is fuzzed by `sim fuzz-loop`)"

@@ -12,15 +12,13 @@ from collections.abc import Callable
 from sim.core.model import ModelRequest
 from sim.core.problems import Problem, ProblemKind
 from sim.fuzz.hosted import NotSimulated
+from sim.fuzz.terms import BOUND
 from sim.host.answers import Answer, ApiError, Received, Refusal
 from sim.scenario.answerer import scripted_answer
 from sim.scenario.outline import summary
 from sim.scenario.schema import Latency, ScriptedReplySpec
 from sim.scenario.world import scripted_reply
 from sim.wire.requests import Asked
-
-BOUND = 20
-"""Requests a run may make before it is called a runaway."""
 
 _OVER = ApiError(404, "sim fuzz: this run is over")
 _NO_LATENCY = Latency()

@@ -16,18 +16,11 @@ from hypothesis import strategies as st
 from hypothesis.database import ExampleDatabase
 
 from sim.fuzz.databases import Namespaced, example_database
-from sim.fuzz.drawn import BOUND, DrawnAnswerer
+from sim.fuzz.drawn import DrawnAnswerer
+from sim.fuzz.findings import example_failed, findings
 from sim.fuzz.replies import ReplyDrawer
-from sim.fuzz.target import (
-    RUN_SECONDS,
-    Endpoint,
-    Target,
-    example_failed,
-    findings,
-    run_once,
-    target_of,
-)
-from sim.fuzz.terms import Profile
+from sim.fuzz.target import Endpoint, Target, run_once, target_of
+from sim.fuzz.terms import BOUND, RUN_SECONDS, Profile
 
 _endpoint: list[Endpoint] = []
 

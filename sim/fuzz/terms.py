@@ -16,6 +16,8 @@ class Profile(StrEnum):
     """Everything, duplicate ids and non-object arguments included."""
 
 
+PROMPT = "Please help me with this."
+"""The prompt a `function(client, prompt)` target gets."""
 BOUND = 20
 """Requests a run may make before it is called a runaway."""
 RUN_SECONDS = 60.0

@@ -29,16 +29,9 @@ from typing import Any
 
 from sim.core.errors import ConfigurationError
 from sim.fuzz.databases import Guarded
+from sim.fuzz.findings import TargetCampaign, TargetRun, findings, last_reply
 from sim.fuzz.invariants import Violation
-from sim.fuzz.target import (
-    TargetCampaign,
-    TargetRun,
-    findings,
-    fuzz_target,
-    last_reply,
-    load_target,
-    replay_target,
-)
+from sim.fuzz.target import fuzz_target, load_target, replay_target
 from sim.fuzz.terms import Profile
 from sim.scenario.schema import Scenario, ScriptedReplySpec
 

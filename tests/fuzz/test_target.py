@@ -19,7 +19,8 @@ from typer.testing import CliRunner
 from sim.cli import app
 from sim.core.errors import ConfigurationError
 from sim.fuzz import target as target_module
-from sim.fuzz.target import TargetCampaign, TargetRun, allowed, fuzz_target, load_target, target_of
+from sim.fuzz.findings import TargetCampaign, TargetRun, allowed
+from sim.fuzz.target import fuzz_target, load_target, target_of
 from sim.fuzz.terms import Profile
 from tests.commands import in_a_process
 from tests.fuzz import targets

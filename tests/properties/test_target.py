@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from sim.fuzz.target import findings, fuzz_target, replay_target, target_of
+from sim.fuzz.findings import findings
+from sim.fuzz.target import fuzz_target, replay_target, target_of
 from sim.fuzz.terms import Profile
 from tests.fuzz import targets
 

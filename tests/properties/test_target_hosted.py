@@ -5,7 +5,8 @@ is counted as not simulated, never a finding."""
 
 from __future__ import annotations
 
-from sim.fuzz.target import findings, fuzz_target, replay_target, target_of
+from sim.fuzz.findings import findings
+from sim.fuzz.target import fuzz_target, replay_target, target_of
 from sim.fuzz.terms import Profile
 from tests.fuzz import targets
 

@@ -19,8 +19,8 @@ from sim.cli import app
 from sim.core.loop import RunEnding
 from sim.core.transcript import LineKind, call_line
 from sim.fuzz.campaign import ExampleRun, FuzzReport
+from sim.fuzz.findings import TargetCampaign
 from sim.fuzz.invariants import Violation
-from sim.fuzz.target import TargetCampaign
 from sim.fuzz.terms import Profile
 from sim.pages import fuzzed, fuzzed_target
 from sim.reports.html import render, steps
