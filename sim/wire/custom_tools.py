@@ -35,7 +35,15 @@ INPUT_CHARS = 100_000
 """The longest input a `lark` grammar is asked to parse (Earley parsing is cubic at worst)."""
 PARSE_SECONDS = 1.0
 """How long a `lark` grammar may take to parse one input."""
-_IMPORT = re.compile(r"^\s*%import\s+(?!common\.)", re.MULTILINE)
+READ_SECONDS = 3.0
+"""How long reading one grammar may take (`lark` builds an Earley grammar in time that grows with the cube
+of its rules, and inlines terminals that name each other, doubling at each step)."""
+_IMPORT = re.compile(
+    r"^[ \t]*%import\b(?![ \t]+common\.\w+(?:[ \t]*->[ \t]*\w+)?[ \t]*(?://[^\n]*)?\r?$)", re.MULTILINE
+)
+"""An `%import` of anything but one name of lark's common grammar (`common.WORD.X` opens a file)."""
+_DECLARE = re.compile(r"^[ \t]*%declare\b", re.MULTILINE)
+"""A terminal declared without a pattern (for a custom lexer): no input could be matched against it."""
 
 
 class GrammarError(ValueError):
@@ -137,7 +145,16 @@ def _compiled(grammar: InputGrammar) -> Any:
         return regex.compile(grammar.definition)
     if _IMPORT.search(grammar.definition):
         raise _NotRead("sim reads %import of lark's common grammar only (%import common.<NAME>)")
-    parser = lark.Lark(grammar.definition, start="start", parser="earley", import_paths=[])
+    if _DECLARE.search(grammar.definition):
+        raise _NotRead("sim reads no %declare (a terminal without a pattern)")
+    try:
+        parser = _within(READ_SECONDS, _read_lark, grammar.definition)
+    except _OutOfTime:
+        raise _NotRead(f"reading it takes more than {READ_SECONDS:g} seconds") from None
+    except re.error as error:  # lark compiles its terminals with `re`
+        raise _NotRead(f"Python's re cannot read one of its terminals ({error})") from None
+    except (OSError, MemoryError) as error:  # a file named by an import; a recursive pattern (?R)
+        raise _NotRead(f"reading it fails ({type(error).__name__})") from None
     matcher = getattr(getattr(parser.parser, "parser", None), "term_matcher", None)
     patterns = getattr(getattr(matcher, "__self__", None), "regexps", None)
     if not isinstance(patterns, dict):  # lark's insides changed: no terminal can be matched in time
@@ -146,6 +163,10 @@ def _compiled(grammar: InputGrammar) -> Any:
         _check_size(compiled.pattern)
         patterns[name] = _TimedPattern(regex.compile(compiled.pattern, compiled.flags & ~re.UNICODE))
     return parser
+
+
+def _read_lark(definition: str) -> lark.Lark:
+    return lark.Lark(definition, start="start", parser="earley", import_paths=[])
 
 
 class _NotRead(ValueError):

@@ -580,3 +580,32 @@ def test_a_recorded_conversation_with_custom_calls_converts_to_a_scenario_that_s
     scenario = load_scenario(tmp_path / "out.yaml")
     assert scenario.replies[0].tool_calls[0].input == "ls 1"
     assert asyncio.run(play_file(tmp_path / "out.yaml", api=Api.responses)).problems == ()
+
+
+_DOUBLING = "\n".join(f"R{n}: R{n + 1} R{n + 1}" for n in range(40)) + '\nR40: "a"\nstart: R0'
+_RULES = range(1000)
+_CUBIC = "start: " + " ".join(f"r{n}" for n in _RULES) + "\n" + "\n".join(f'r{n}: "x"' for n in _RULES)
+
+
+@pytest.mark.parametrize(
+    "definition",
+    ['%import common.WORD.X\nstart: "a"', "start: /(?R)/", r"start: /\p{L}+/", '%declare X\nstart: X | "a"',
+     _DOUBLING, _CUBIC],
+    ids=["import opening a file", "recursive terminal", "terminal re cannot read", "declared terminal",
+         "terminals doubling", "cubic earley build"],
+)  # fmt: skip
+def test_a_lark_grammar_that_crashed_or_hung_the_reader_is_not_read(tmp_path: Path, definition: str) -> None:
+    """Each was a 500 (a file opened by `%import`, `MemoryError`, `re.error`, `KeyError` when an input was
+    judged) or took minutes to read; now sim's own refusal, in time, and the host answers the next request."""
+    sim = simulator(tmp_path, script("{content: a}", "{content: b}"))
+    form = {"type": "grammar", "syntax": "lark", "definition": definition}
+    tool = {"type": "custom", "name": "g", "format": form}
+    started = time.perf_counter()
+    refused, after = post(
+        sim, {"model": "m", "input": "p", "tools": [tool]}, {"model": "m", "input": "p"}, path="/v1/responses"
+    )
+    assert time.perf_counter() - started < 15
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"]["code"] == "unsupported_value"
+    assert refused.json()["error"]["param"] == "tools[0].format.definition"
+    assert after.status_code == 200
