@@ -111,6 +111,11 @@ def refused_hosted_tool(where: str, tool: Mapping[str, Any]) -> Refused | None:
         if not isinstance(label, str):
             return _wrong_type(f"{where}.server_label", "a string", label)
         given = [key for key in ("server_url", "connector_id") if tool.get(key) is not None]
+        for key in (*given, "server_description", "authorization"):
+            if tool.get(key) is not None and not isinstance(tool[key], str):
+                return _wrong_type(f"{where}.{key}", "a string", tool[key])
+        if tool.get("headers") is not None and not isinstance(tool["headers"], dict):
+            return _wrong_type(f"{where}.headers", "an object", tool["headers"])
         if not given:
             message = (f"Missing mutually exclusive parameters: '{where}'. Ensure you are providing exactly"
                        " one of: 'server_url' or 'connector_id'.")  # fmt: skip
@@ -128,7 +133,8 @@ def refused_hosted_tool(where: str, tool: Mapping[str, Any]) -> Refused | None:
                 f"{where}.require_approval", "one of an object or 'always' or 'never'", approval
             )
         allowed = tool.get("allowed_tools")
-        if allowed is not None and not isinstance(allowed, list | dict):
+        listed = isinstance(allowed, list) and all(isinstance(name, str) for name in allowed)
+        if allowed is not None and not (listed or isinstance(allowed, dict)):
             return _wrong_type(f"{where}.allowed_tools", "one of an array of strings or an object", allowed)
     return None
 

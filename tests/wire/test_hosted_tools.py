@@ -609,3 +609,32 @@ def test_huge_hosted_items_count_against_the_bounded_store(tmp_path: Path) -> No
     assert first.status_code == 200
     assert chained.status_code == 400
     assert chained.json()["error"]["code"] == "previous_response_not_found"
+
+
+_SERVER = {"type": "mcp", "server_label": "wiki"}
+
+
+@pytest.mark.parametrize(
+    ("tool", "param", "message"),
+    [({**_SERVER, "server_url": 5}, "tools[0].server_url",
+      "Invalid type for 'tools[0].server_url': expected a string, but got an integer instead."),
+     ({**_SERVER, "server_url": ["https://x"]}, "tools[0].server_url",
+      "Invalid type for 'tools[0].server_url': expected a string, but got an array instead."),
+     ({**_SERVER, "connector_id": 5}, "tools[0].connector_id",
+      "Invalid type for 'tools[0].connector_id': expected a string, but got an integer instead."),
+     ({**_SERVER, "server_url": "https://x", "headers": "x"}, "tools[0].headers",
+      "Invalid type for 'tools[0].headers': expected an object, but got a string instead."),
+     ({**_SERVER, "server_url": "https://x", "allowed_tools": [1]}, "tools[0].allowed_tools",
+      "Invalid type for 'tools[0].allowed_tools': expected one of an array of strings or an object, but got"
+      " an array instead.")],
+    ids=["url a number", "url a list", "connector a number", "headers a string", "allowed tools numbers"],
+)  # fmt: skip
+def test_an_mcp_server_with_fields_of_the_wrong_type_is_refused(
+    tmp_path: Path, tool: dict[str, Any], param: str, message: str
+) -> None:
+    """Each was served 200, echoing a tool the spec has no shape for."""
+    sim = simulator(tmp_path, "replies: [{content: Sunny.}]")
+    (response,) = post(sim, {"model": "m", "input": "p", "tools": [tool]}, path=PATH)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"] == {"message": message, "type": "invalid_request_error", "param": param,
+                                        "code": "invalid_type"}  # fmt: skip
