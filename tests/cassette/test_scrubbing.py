@@ -310,3 +310,46 @@ def test_a_stream_opening_with_long_keep_alives_is_still_a_stream(tmp_path: Path
     for kind in ("text/event-stream", "application/octet-stream"):  # known by its lines too
         no_key_anywhere(written(tmp_path, stream, kind), tmp_path)
         assert joined(read_cassette_body(tmp_path))[0] == f"key {REDACTED}"  # the pieces were joined
+
+
+_HOSTED_WITH_KEYS = f"""
+prompt: p
+replies:
+  - hosted:
+      - {{type: web_search_call, action: {{type: search, query: "find {KEY}"}}}}
+      - {{type: code_interpreter_call, code: "print('{KEY}')", outputs: [{{type: logs, logs: "{KEY}"}}]}}
+      - {{type: mcp_call, server_label: wiki, name: ask, arguments: {{q: "{KEY}"}}, output: "{KEY}"}}
+    tool_calls: [{{name: note, input: "key {KEY} here"}}]
+"""
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "streamed"])
+def test_keys_in_hosted_items_and_custom_inputs_are_scrubbed(tmp_path: Path, stream: bool) -> None:
+    """The new items' text fields (a web search query, code and its logs, an MCP call's arguments and output,
+    a custom call's input), whole in JSON and split over their own delta events when streamed."""
+    from tests.host.in_process import post, simulator
+
+    sim = simulator(tmp_path, _HOSTED_WITH_KEYS)
+    tools = [{"type": "web_search"}, {"type": "code_interpreter", "container": {"type": "auto"}},
+             {"type": "mcp", "server_label": "wiki", "server_url": "https://mcp.example.com",
+              "require_approval": "never"}, {"type": "custom", "name": "note"}]  # fmt: skip
+    body = {"model": "m", "input": "p", "tools": tools, "stream": stream,
+            "include": ["code_interpreter_call.outputs"]}  # fmt: skip
+    (response,) = post(sim, body, path="/v1/responses")
+    assert response.status_code == 200, response.text
+    served = response.text
+    if stream:
+        deltas = [json.loads(line[6:]) for line in served.split("\n") if line.startswith("data: {")]
+        kinds = {event["type"] for event in deltas if event["type"].endswith(".delta")}
+        assert {"response.custom_tool_call_input.delta", "response.mcp_call_arguments.delta",
+                "response.code_interpreter_call_code.delta"} <= kinds  # fmt: skip
+        cleaned = Scrubber([KEY]).stream(served)
+        after = [json.loads(line[6:]) for line in cleaned.split("\n") if line.startswith("data: {")]
+        for kind in kinds:
+            assert KEY in "".join(event["delta"] for event in deltas if event["type"] == kind)
+            assert KEY not in "".join(event["delta"] for event in after if event["type"] == kind)
+    else:
+        assert served.count(KEY) >= 6
+        cleaned = json.dumps(Scrubber([KEY]).value(response.json()))
+    assert KEY not in cleaned and REDACTED in cleaned
+    assert credentials_in_body(cleaned) == []
