@@ -35,7 +35,7 @@ INPUT_CHARS = 100_000
 """The longest input a `lark` grammar is asked to parse (Earley parsing is cubic at worst)."""
 PARSE_SECONDS = 1.0
 """How long a `lark` grammar may take to parse one input."""
-READ_SECONDS = 3.0
+READ_SECONDS = 8.0
 """How long reading one grammar may take (`lark` builds an Earley grammar in time that grows with the cube
 of its rules, and inlines terminals that name each other, doubling at each step)."""
 _IMPORT = re.compile(
@@ -136,10 +136,20 @@ def grammar_problem(grammar: InputGrammar) -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=128)
+KEPT_CHARS = 16_384
+"""Grammars up to this long are kept read by the hundred; longer ones (a read lark grammar of 100,000
+characters holds some 40 MB) only the last few, so that hostile requests cannot fill the memory."""
+
+
 def _compiled(grammar: InputGrammar) -> Any:
-    """The grammar read once: a compiled pattern, or a `lark.Lark` parser (Earley, from `start`) whose
-    terminals are matched by `regex` under a time limit."""
+    """The grammar read once (kept as `KEPT_CHARS` says)."""
+    kept = _kept_small if len(grammar.definition) <= KEPT_CHARS else _kept_large
+    return kept(grammar)
+
+
+def _read_grammar(grammar: InputGrammar) -> Any:
+    """The grammar read: a compiled pattern, or a `lark.Lark` parser (Earley, from `start`) whose terminals
+    are matched by `regex` under a time limit."""
     if grammar.syntax == "regex":
         _check_size(grammar.definition)
         return regex.compile(grammar.definition)
@@ -163,6 +173,10 @@ def _compiled(grammar: InputGrammar) -> Any:
         _check_size(compiled.pattern)
         patterns[name] = _TimedPattern(regex.compile(compiled.pattern, compiled.flags & ~re.UNICODE))
     return parser
+
+
+_kept_small = functools.lru_cache(maxsize=128)(_read_grammar)
+_kept_large = functools.lru_cache(maxsize=4)(_read_grammar)
 
 
 def _read_lark(definition: str) -> lark.Lark:

@@ -239,9 +239,20 @@ def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterat
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-@functools.lru_cache(maxsize=256)
+KEPT_SCHEMA_CHARS = 16_384
+"""Validators of schemas up to this long (as JSON text) are kept by the hundred; of longer ones (a strict
+schema of 5,000 described properties holds some 14 MB) only the last few, so that hostile requests cannot
+fill the memory."""
+
+
 def _validator(schema_text: str) -> Any:
-    """One validator per schema (by its JSON text); None for a schema its draft does not take."""
+    """One validator per schema (by its JSON text, kept as `KEPT_SCHEMA_CHARS` says); None for a schema its
+    draft does not take."""
+    kept = _kept_small if len(schema_text) <= KEPT_SCHEMA_CHARS else _kept_large
+    return kept(schema_text)
+
+
+def _new_validator(schema_text: str) -> Any:
     schema = json.loads(schema_text)
     base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
@@ -250,6 +261,10 @@ def _validator(schema_text: str) -> Any:
         return None
     bounded = jsonschema.validators.extend(base, {"pattern": _pattern})  # type: ignore[no-untyped-call]
     return bounded(schema)
+
+
+_kept_small = functools.lru_cache(maxsize=256)(_new_validator)
+_kept_large = functools.lru_cache(maxsize=4)(_new_validator)
 
 
 def json_path(path: Iterator[Any] | Any) -> str:

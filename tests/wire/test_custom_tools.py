@@ -609,3 +609,22 @@ def test_a_lark_grammar_that_crashed_or_hung_the_reader_is_not_read(tmp_path: Pa
     assert refused.json()["error"]["code"] == "unsupported_value"
     assert refused.json()["error"]["param"] == "tools[0].format.definition"
     assert after.status_code == 200
+
+
+def test_large_grammars_read_are_kept_only_a_few_at_a_time() -> None:
+    """A read lark grammar near the length limit holds tens of MB: kept by the hundred, distinct hostile
+    grammars filled the memory; each large one judged is dropped once a few newer ones are kept."""
+    import gc
+    import weakref
+
+    from sim.wire import custom_tools
+
+    read = []
+    for n in range(8):
+        definition = "start: " + " | ".join(f'"w{word}x{n}"' for word in range(1_700))
+        assert len(definition) > custom_tools.KEPT_CHARS
+        grammar = InputGrammar("lark", definition)
+        assert input_problem(grammar, f"w1x{n}") is None
+        read.append(weakref.ref(custom_tools.lark_parser(grammar)))
+    gc.collect()
+    assert sum(parser() is not None for parser in read) <= 4

@@ -340,3 +340,24 @@ def test_framework_agents_with_output_type_against_a_scenario(tmp_path: Path, ag
     with pytest.raises((openai.BadRequestError, ModelAPIError)) as raised:  # pydantic-ai wraps the 400
         talk(bad, lambda client: run(client, "Weather in Paris?"))
     assert "replies[1]'s text fails at $: 'sunny' is a required property" in str(raised.value)
+
+
+def test_validators_of_large_schemas_are_kept_only_a_few_at_a_time() -> None:
+    """A large strict schema's validator holds MB: kept by the hundred, distinct hostile schemas filled the
+    memory; each large one is dropped once a few newer ones are kept."""
+    import gc
+    import weakref
+
+    from sim.wire import text_format
+
+    kept = []
+    for n in range(8):
+        properties = {f"p{index}": {"type": "string", "description": f"{n}" * 50} for index in range(400)}
+        schema = {"type": "object", "properties": properties, "required": list(properties),
+                  "additionalProperties": False}  # fmt: skip
+        text = json.dumps(schema, sort_keys=True)
+        assert len(text) > text_format.KEPT_SCHEMA_CHARS
+        assert text_format.schema_failure(schema, {}) is not None
+        kept.append(weakref.ref(text_format._validator(text)))
+    gc.collect()
+    assert sum(validator() is not None for validator in kept) <= 4
