@@ -38,6 +38,8 @@ PARSE_SECONDS = 1.0
 READ_SECONDS = 8.0
 """How long reading one grammar may take (`lark` builds an Earley grammar in time that grows with the cube
 of its rules, and inlines terminals that name each other, doubling at each step)."""
+REQUEST_READ_SECONDS = 10.0
+"""How long reading all the grammars one request offers may take."""
 _IMPORT = re.compile(
     r"^[ \t]*%import\b(?![ \t]+common\.\w+(?:[ \t]*->[ \t]*\w+)?[ \t]*(?://[^\n]*)?\r?$)", re.MULTILINE
 )
@@ -332,8 +334,14 @@ def custom_names(tools: Any) -> list[str]:
 
 
 def refused_format(tools: Any, prefix: Sequence[str] = ("tools",)) -> GrammarError | None:
-    """The first custom tool whose format the API refuses, with `where` the whole path (`tools[1]...`)."""
+    """The first custom tool whose format the API refuses, with `where` the whole path (`tools[1]...`); the
+    grammars of one request are read within `REQUEST_READ_SECONDS` (sim's own limit: each may take up to
+    `READ_SECONDS`, and a request may offer many)."""
+    deadline = time.perf_counter() + REQUEST_READ_SECONDS
     for index, tool in _customs(tools):
+        if time.perf_counter() > deadline:
+            message = f"sim reads the grammars of one request within {REQUEST_READ_SECONDS:g} seconds"
+            return GrammarError(message, f"{'.'.join(prefix)}[{index}]", unsimulated=True)
         try:
             format_from_wire(tool)
         except GrammarError as error:

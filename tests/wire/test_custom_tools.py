@@ -628,3 +628,26 @@ def test_large_grammars_read_are_kept_only_a_few_at_a_time() -> None:
         read.append(weakref.ref(custom_tools.lark_parser(grammar)))
     gc.collect()
     assert sum(parser() is not None for parser in read) <= 4
+
+
+def test_the_grammars_of_one_request_are_read_within_a_bound(tmp_path: Path) -> None:
+    """Each grammar read within its own limit, a request offering many slow ones was read one after another
+    (a minute and more for a dozen); now sim's own refusal once the request's budget is spent."""
+    from sim.wire import custom_tools
+
+    sim = simulator(tmp_path, script("{content: a}"))
+
+    def slow(n: int) -> dict[str, Any]:
+        rules = range(300)
+        definition = "start: " + " ".join(f"r{k}x{n}" for k in rules) + "\n"
+        definition += "\n".join(f'r{k}x{n}: "x"' for k in rules)
+        return {"type": "custom", "name": f"g{n}",
+                "format": {"type": "grammar", "syntax": "lark", "definition": definition}}  # fmt: skip
+
+    started = time.perf_counter()
+    body = {"model": "m", "input": "p", "tools": [slow(n) for n in range(40)]}
+    (response,) = post(sim, body, path="/v1/responses")
+    assert time.perf_counter() - started < custom_tools.REQUEST_READ_SECONDS + 2 * custom_tools.READ_SECONDS
+    assert response.status_code == 400, response.text
+    error = response.json()["error"]
+    assert error["code"] == "unsupported_value" and "grammars of one request" in error["message"]
