@@ -22,6 +22,7 @@ from typing import Any
 
 import jsonschema
 from hypothesis import strategies as st
+from referencing.exceptions import Unresolvable
 
 from sim.adapters.json_schema import UnjudgedPattern, validator_class
 
@@ -204,9 +205,14 @@ def _floats(schema: dict[str, Any]) -> st.SearchStrategy[float]:
     )  # fmt: skip
 
 
+_LARGEST = 200
+"""The most characters or items a drawn string or array is made to have: a schema that asks for more (a
+`minLength` of a billion) gets values short of it, which the drawer notes as unhonoured."""
+
+
 def _size(schema: dict[str, Any], low_name: str, high_name: str, cap: int) -> tuple[int, int]:
     low = schema.get(low_name)
-    low = int(low) if isinstance(low, int) and not isinstance(low, bool) and low > 0 else 0
+    low = min(int(low), _LARGEST) if isinstance(low, int) and not isinstance(low, bool) and low > 0 else 0
     high = schema.get(high_name)
     high = int(high) if isinstance(high, int) and not isinstance(high, bool) else low + cap
     return low, max(low, min(high, low + cap)) if high >= low else low
@@ -317,7 +323,7 @@ def _judge(text: str) -> Any:
 def satisfies(schema: Any, value: Any) -> bool:
     """Whether `value` satisfies `schema` as `jsonschema` judges it (true where it cannot judge: a schema
     that is not JSON Schema of its draft, such as OpenAPI 3.0's boolean bounds without `$schema`, or a
-    pattern that runs away on the value: its searches are bounded)."""
+    pattern that runs away on the value: its searches are bounded; a `$ref` it cannot resolve)."""
     if not isinstance(schema, dict):
         return True
     try:
@@ -327,7 +333,7 @@ def satisfies(schema: Any, value: Any) -> bool:
     judge = _judge(text)
     try:
         return judge is None or bool(judge.is_valid(value))
-    except UnjudgedPattern:
+    except (UnjudgedPattern, Unresolvable, RecursionError):  # a `$ref` to nothing, or refs in a cycle
         return True
 
 

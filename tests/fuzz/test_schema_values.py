@@ -8,11 +8,11 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sim.fuzz.schema_values import arguments, mistaken, valid
+from sim.fuzz.schema_values import arguments, mistaken, satisfies, valid
 
 
 class Unit(StrEnum):
@@ -81,3 +81,38 @@ def test_a_self_referencing_schema_is_bounded() -> None:
         Node.model_validate_json(json.dumps(data.draw(arguments(Node.model_json_schema()))))
 
     check()
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"a": {"type": "string", "minLength": 10**9}}, "required": ["a"]},
+        {"type": "object", "properties": {"a": {"type": "array", "minItems": 10**9}}, "required": ["a"]},
+    ],
+    ids=["minLength", "minItems"],
+)
+def test_a_schema_asking_for_more_than_can_be_drawn_gets_values_short_of_it(schema: dict[str, Any]) -> None:
+    """Drawn, never raised: a campaign offered such a schema (a tool's, a loose response format's) goes on,
+    and its draws are judged off the schema (the drawer then notes the tool as unhonoured)."""
+
+    @settings(max_examples=5, database=None, suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def draws(data: st.DataObject) -> None:
+        value = data.draw(arguments(schema))
+        assert not satisfies(schema, value)
+
+    draws()
+
+
+@pytest.mark.parametrize(
+    "defs",
+    [{}, {"x": {"$ref": "#/$defs/y"}, "y": {"$ref": "#/$defs/x"}}],
+    ids=["to nothing", "in a cycle"],
+)
+def test_arguments_of_a_schema_whose_refs_cannot_be_resolved_are_judged_not_raised(
+    defs: dict[str, Any],
+) -> None:
+    """A loose schema a request sends may name what is not there: the judge cannot say, so it says the
+    drawn value passes (as for a pattern it cannot judge), rather than ending the campaign."""
+    schema = {"type": "object", "properties": {"a": {"$ref": "#/$defs/x"}}, "required": ["a"], "$defs": defs}
+    assert satisfies(schema, {"a": 1})
