@@ -15,11 +15,11 @@ from typing import Any
 
 import jsonschema
 
-from sim.adapters.json_schema import UnjudgedPattern, validator_class
 from sim.core.json_text import loads
 from sim.core.messages import ToolCall
 from sim.core.model import ModelReply, ToolSpec
 from sim.core.transcript import preview
+from sim.wire.json_schema import UnjudgedPattern, validator_class
 
 
 class Drift(StrEnum):

@@ -14,17 +14,15 @@ required is drawn, so recursive schemas stay small.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
 from hypothesis import strategies as st
 from referencing.exceptions import Unresolvable
 
-from sim.adapters.json_schema import UnjudgedPattern, validator_class
+from sim.wire.json_schema import UnjudgedPattern, validator_class, validator_of
 
 _MAX_DEPTH = 4
 _SCALARS = st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=12)
@@ -309,17 +307,6 @@ def _object(schema: dict[str, Any], root: dict[str, Any], depth: int) -> st.Sear
     return st.tuples(drawn, padding).map(fitted).filter(lambda value: low <= len(value) <= high)
 
 
-@functools.lru_cache(maxsize=512)
-def _judge(text: str) -> Any:
-    schema = json.loads(text)
-    cls = validator_class(schema)
-    try:
-        cls.check_schema(schema)
-    except jsonschema.SchemaError:
-        return None
-    return cls(schema)
-
-
 def satisfies(schema: Any, value: Any) -> bool:
     """Whether `value` satisfies `schema` as `jsonschema` judges it (true where it cannot judge: a schema
     that is not JSON Schema of its draft, such as OpenAPI 3.0's boolean bounds without `$schema`, or a
@@ -330,7 +317,7 @@ def satisfies(schema: Any, value: Any) -> bool:
         text = json.dumps(schema, sort_keys=True)
     except (TypeError, ValueError):
         return True
-    judge = _judge(text)
+    judge = validator_of(text)
     try:
         return judge is None or bool(judge.is_valid(value))
     except (UnjudgedPattern, Unresolvable, RecursionError):  # a `$ref` to nothing, or refs in a cycle

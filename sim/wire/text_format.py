@@ -10,28 +10,24 @@ Responses: the input messages, not `instructions`)."""
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
-import jsonschema
-import regex
-from jsonschema.exceptions import ValidationError, best_match
+from jsonschema.exceptions import best_match
 from referencing.exceptions import Unresolvable
 
 from sim.core.model import ModelReply, OutputFormat
 from sim.core.strict_schema import strict_problem
+from sim.wire.json_schema import UnjudgedPattern, validator_of
 from sim.wire.requests import Refused
 from sim.wire.tool_choice import ReplyTerms
 
 FormatKind = Literal["text", "json_object", "json_schema"]
 _KINDS: tuple[FormatKind, ...] = ("text", "json_object", "json_schema")
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-PATTERN_SECONDS = 0.1
-"""How long one `pattern` may search one string while a text is judged (a runaway pattern is not judged)."""
 _JSON_WORD = re.compile("json", re.IGNORECASE)
 VERBOSITIES = ("low", "medium", "high")
 """The values the Responses API takes for `text.verbosity` (the spec's `Verbosity`)."""
@@ -227,46 +223,6 @@ def echoed_text(text: Any) -> dict[str, Any]:
     return {"format": echoed, "verbosity": said.get("verbosity") or "medium"}
 
 
-def _pattern(validator: Any, pattern: Any, instance: Any, schema: Any) -> Iterator[ValidationError]:
-    """`pattern` searched under a time limit: a search that runs away is not judged (no error)."""
-    if not validator.is_type(instance, "string"):
-        return
-    try:
-        found = regex.search(pattern, instance, timeout=PATTERN_SECONDS) is not None
-    except (TimeoutError, regex.error, TypeError):
-        return
-    if not found:
-        yield ValidationError(f"{instance!r} does not match {pattern!r}")
-
-
-KEPT_SCHEMA_CHARS = 16_384
-"""Validators of schemas up to this long (as JSON text) are kept by the hundred; of longer ones (a strict
-schema of 5,000 described properties holds some 14 MB) only the last few, so that hostile requests cannot
-fill the memory."""
-
-
-def _validator(schema_text: str) -> Any:
-    """One validator per schema (by its JSON text, kept as `KEPT_SCHEMA_CHARS` says); None for a schema its
-    draft does not take."""
-    kept = _kept_small if len(schema_text) <= KEPT_SCHEMA_CHARS else _kept_large
-    return kept(schema_text)
-
-
-def _new_validator(schema_text: str) -> Any:
-    schema = json.loads(schema_text)
-    base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        base.check_schema(schema)
-    except jsonschema.SchemaError:
-        return None
-    bounded = jsonschema.validators.extend(base, {"pattern": _pattern})  # type: ignore[no-untyped-call]
-    return bounded(schema)
-
-
-_kept_small = functools.lru_cache(maxsize=256)(_new_validator)
-_kept_large = functools.lru_cache(maxsize=4)(_new_validator)
-
-
 def json_path(path: Iterator[Any] | Any) -> str:
     """A value's place as a JSON path: `$.steps[0].answer` (keys that are not identifiers quoted)."""
     text = "$"
@@ -284,10 +240,10 @@ def schema_failure(schema: Mapping[str, Any], value: Any) -> str | None:
     """Where and how `value` fails `schema` (`$.steps[0].answer: 5 is not of type 'string'`); None when it
     matches, or when it cannot be judged (a schema its draft refuses, a pattern that runs away)."""
     try:
-        validator = _validator(json.dumps(schema, sort_keys=True))
+        validator = validator_of(json.dumps(schema, sort_keys=True))
         error = None if validator is None else best_match(validator.iter_errors(value))
-    except (TypeError, ValueError, RecursionError, Unresolvable):
-        return None  # a schema too deep, or one whose references lead nowhere, cannot be judged
+    except (TypeError, ValueError, RecursionError, Unresolvable, UnjudgedPattern):
+        return None  # too deep, references that lead nowhere, a pattern that runs away: not judged
     if error is None:
         return None
     return f"{json_path(error.absolute_path)}: {_short(error.message)}"

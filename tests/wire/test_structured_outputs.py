@@ -348,7 +348,7 @@ def test_validators_of_large_schemas_are_kept_only_a_few_at_a_time() -> None:
     import gc
     import weakref
 
-    from sim.wire import text_format
+    from sim.wire import json_schema, text_format
 
     kept = []
     for n in range(8):
@@ -356,8 +356,8 @@ def test_validators_of_large_schemas_are_kept_only_a_few_at_a_time() -> None:
         schema = {"type": "object", "properties": properties, "required": list(properties),
                   "additionalProperties": False}  # fmt: skip
         text = json.dumps(schema, sort_keys=True)
-        assert len(text) > text_format.KEPT_SCHEMA_CHARS
+        assert len(text) > json_schema.KEPT_SCHEMA_CHARS
         assert text_format.schema_failure(schema, {}) is not None
-        kept.append(weakref.ref(text_format._validator(text)))
+        kept.append(weakref.ref(json_schema.validator_of(text)))
     gc.collect()
     assert sum(validator() is not None for validator in kept) <= 4

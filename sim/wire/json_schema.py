@@ -1,11 +1,13 @@
-"""Tool arguments judged against the tool's JSON Schema by `jsonschema`, the reference validator, with each
-`pattern` (and `patternProperties` key pattern) searched under a time limit by the `regex` package: a recorded
-pattern such as `^(a|a)+$` meeting a hostile argument cannot be judged, and says so, instead of hanging
-whoever validates (drift's comparison, the fuzzer's judge)."""
+"""Values judged against a JSON Schema (a tool's arguments, a structured text) by `jsonschema`, the reference
+validator, one validator per schema, with each `pattern` (and `patternProperties` key pattern) searched under
+a time limit by the `regex` package: a recorded pattern such as `^(a|a)+$` meeting a hostile argument cannot
+be judged, and says so, instead of hanging whoever validates (the server's guarantees, drift's comparison,
+the fuzzer's judge)."""
 
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, cast
 
@@ -91,3 +93,30 @@ def validator_class(schema: Any) -> type[Validator]:
     """The validator of the draft `schema` names (2020-12 when it names none), its patterns bounded: a
     judgment that meets a pattern it cannot search in time raises `UnjudgedPattern`."""
     return _bounded(jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator))
+
+
+KEPT_SCHEMA_CHARS = 16_384
+"""Validators of schemas up to this long (as JSON text) are kept by the hundred; of longer ones (a strict
+schema of 5,000 described properties holds some 14 MB) only the last few, so that hostile requests cannot
+fill the memory."""
+
+
+def validator_of(schema_text: str) -> Validator | None:
+    """The validator of the schema `schema_text` writes (its patterns bounded, as `validator_class` makes
+    them), one per schema, kept as `KEPT_SCHEMA_CHARS` says; None for a schema its draft does not take."""
+    kept = _kept_small if len(schema_text) <= KEPT_SCHEMA_CHARS else _kept_large
+    return kept(schema_text)
+
+
+def _new_validator(schema_text: str) -> Validator | None:
+    schema = json.loads(schema_text)
+    bounded = validator_class(schema)
+    try:
+        bounded.check_schema(schema)
+    except jsonschema.SchemaError:
+        return None
+    return bounded(schema)
+
+
+_kept_small = functools.lru_cache(maxsize=256)(_new_validator)
+_kept_large = functools.lru_cache(maxsize=4)(_new_validator)

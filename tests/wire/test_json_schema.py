@@ -9,9 +9,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from sim.adapters import json_schema
-from sim.adapters.json_schema import UnjudgedPattern, search, validator_class
 from sim.fuzz.schema_values import satisfies
+from sim.wire import json_schema
+from sim.wire.json_schema import UnjudgedPattern, search, validator_class
 from tests.hangs import within
 
 HOSTILE = "a" * 40 + "!"
