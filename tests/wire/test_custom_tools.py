@@ -594,9 +594,14 @@ _CUBIC = "start: " + " ".join(f"r{n}" for n in _RULES) + "\n" + "\n".join(f'r{n}
     ids=["import opening a file", "recursive terminal", "terminal re cannot read", "declared terminal",
          "terminals doubling", "cubic earley build"],
 )  # fmt: skip
-def test_a_lark_grammar_that_crashed_or_hung_the_reader_is_not_read(tmp_path: Path, definition: str) -> None:
+def test_a_lark_grammar_that_crashed_or_hung_the_reader_is_not_read(
+    tmp_path: Path, definition: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each was a 500 (a file opened by `%import`, `MemoryError`, `re.error`, `KeyError` when an input was
     judged) or took minutes to read; now sim's own refusal, in time, and the host answers the next request."""
+    from sim.wire import custom_tools
+
+    monkeypatch.setattr(custom_tools, "READ_SECONDS", 1.0)  # the bound's own size is not what is shown
     sim = simulator(tmp_path, script("{content: a}", "{content: b}"))
     form = {"type": "grammar", "syntax": "lark", "definition": definition}
     tool = {"type": "custom", "name": "g", "format": form}
@@ -611,17 +616,19 @@ def test_a_lark_grammar_that_crashed_or_hung_the_reader_is_not_read(tmp_path: Pa
     assert after.status_code == 200
 
 
-def test_large_grammars_read_are_kept_only_a_few_at_a_time() -> None:
+def test_large_grammars_read_are_kept_only_a_few_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """A read lark grammar near the length limit holds tens of MB: kept by the hundred, distinct hostile
-    grammars filled the memory; each large one judged is dropped once a few newer ones are kept."""
+    grammars filled the memory; each large one judged is dropped once a few newer ones are kept (what counts
+    as large made smaller here, so that the grammars read fast)."""
     import gc
     import weakref
 
     from sim.wire import custom_tools
 
+    monkeypatch.setattr(custom_tools, "KEPT_CHARS", 2_000)
     read = []
     for n in range(8):
-        definition = "start: " + " | ".join(f'"w{word}x{n}"' for word in range(1_700))
+        definition = "start: " + " | ".join(f'"w{word}x{n}"' for word in range(200))
         assert len(definition) > custom_tools.KEPT_CHARS
         grammar = InputGrammar("lark", definition)
         assert input_problem(grammar, f"w1x{n}") is None
@@ -630,10 +637,15 @@ def test_large_grammars_read_are_kept_only_a_few_at_a_time() -> None:
     assert sum(parser() is not None for parser in read) <= 4
 
 
-def test_the_grammars_of_one_request_are_read_within_a_bound(tmp_path: Path) -> None:
+def test_the_grammars_of_one_request_are_read_within_a_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Each grammar read within its own limit, a request offering many slow ones was read one after another
-    (a minute and more for a dozen); now sim's own refusal once the request's budget is spent."""
+    (a minute and more for a dozen); now sim's own refusal once the request's budget is spent (the budget
+    made smaller here: its size is not what is shown)."""
     from sim.wire import custom_tools
+
+    monkeypatch.setattr(custom_tools, "REQUEST_READ_SECONDS", 1.5)
 
     sim = simulator(tmp_path, script("{content: a}"))
 
