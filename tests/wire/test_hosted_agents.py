@@ -23,6 +23,7 @@ from openai import AsyncOpenAI
 
 from sim.core.messages import AssistantMessage, HostedItem
 from tests.host.in_process import simulator, talk
+from tests.wire.test_hosted_tools import MCP_APPROVAL
 
 set_tracing_disabled(True)  # tracing would send each run to OpenAI's servers
 
@@ -91,18 +92,7 @@ def test_an_agent_with_a_hosted_tool_runs_against_the_script(tmp_path: Path, nam
 
 
 def test_an_agent_approves_an_mcp_call_the_script_asks_approval_for(tmp_path: Path) -> None:
-    script = """
-    prompt: p
-    replies:
-      - hosted:
-          - {type: mcp_list_tools, server_label: wiki, tools: [{name: ask}]}
-          - {id: mcpr_1, type: mcp_approval_request, server_label: wiki, name: ask, arguments: {q: paris}}
-      - hosted:
-          - {type: mcp_call, server_label: wiki, name: ask, arguments: {q: paris}, output: sunny,
-             approval_request_id: mcpr_1}
-        content: Sunny, says the wiki.
-    """
-    sim = simulator(tmp_path, script)
+    sim = simulator(tmp_path, MCP_APPROVAL)
     asked: list[str] = []
 
     def approve(request: Any) -> Any:
