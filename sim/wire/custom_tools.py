@@ -286,8 +286,9 @@ def input_problem(grammar: InputGrammar, text: str) -> str | None:
     return None
 
 
-class _OutOfTime(Exception):
-    """A parse stopped at its deadline."""
+class _OutOfTime(BaseException):
+    """A parse stopped at its deadline: a BaseException, so that lark's own `except Exception` (which turns
+    what it catches into a grammar error) cannot take the deadline for a fault of the grammar."""
 
 
 def _within(seconds: float, parse: Callable[[str], Any], text: str) -> Any:
