@@ -46,6 +46,7 @@ from sim.host.answers import (
 from sim.wire import STORE_LIMIT_BYTES, Api, models
 from sim.wire.registry import CODECS
 from sim.wire.requests import Asked, Refused, WireProtocol
+from sim.wire.resources import API_ROOT, Called, EventBody, Resource, routed
 
 __all__ = ["Host", "api_error", "refusal"]
 
@@ -160,6 +161,10 @@ class Host(Generic[A]):
             **dict.fromkeys(models.PATHS, (_GET, self._models)),
         }
         """What serves each path, and the methods it takes (without `every_path`)."""
+        self.resources: list[tuple[Resource, WireProtocol]] = [
+            (resource, protocol) for protocol in self.servers.values() for resource in protocol.resources
+        ]
+        """Each API's endpoints beyond asking the model (retrieve, delete, cancel ...), and its API."""
         every_method = [*_METHODS, "TRACE", "CONNECT"]  # any other comes to `_unrouted`
         routes = [Route("/{path:path}", self._asgi, methods=every_method)]
         self.app = Starlette(routes=routes, exception_handlers={HTTPException: self._unrouted})
@@ -177,7 +182,7 @@ class Host(Generic[A]):
             return await self._serve(method, path, query, headers, body, self.protocols.get(path))
         route = self.routes.get(path)
         if route is None:
-            return self._not_served(404, method, path)
+            return await self._resource(method, path, query, headers, body)
         methods, serve = route
         if method not in methods:
             return self._not_served(405, method, path)
@@ -192,8 +197,39 @@ class Host(Generic[A]):
         status = error.status_code if isinstance(error, HTTPException) else 500
         return self._not_served(status, request.method, request.scope["path"])
 
+    async def _resource(
+        self, method: str, path: str, query: str, headers: Mapping[str, str], body: bytes
+    ) -> Response:
+        """The answer of the endpoint `method path` names (a 404 or 405 when none has it)."""
+        found = routed([resource for resource, _ in self.resources], method, path)
+        if isinstance(found, bool):
+            return self._not_served(405 if found else 404, method, path)
+        resource, params = found
+        api = next(protocol.name for known, protocol in self.resources if known is resource)
+        self.received += 1
+        self.received_by[api] += 1
+        number = self.received
+        answered = await resource.answer(Called.of(params, query, body, number, headers))
+        if isinstance(answered, Refused):
+            response: Response = api_error(
+                answered.status, answered.message, code=answered.code, param=answered.param
+            )
+            said = f"{answered.code or 'invalid_request_error'}: {answered.message}"
+        elif isinstance(answered, EventBody):
+            response = StreamingResponse(answered.frames, media_type="text/event-stream")
+            said = resource.name
+        else:
+            response = JSONResponse(answered.body, status_code=answered.status)
+            said = resource.name
+        if self.on_answered is not None:
+            self.on_answered(Answered(api, number, response.status_code, said))
+        return response
+
     def _not_served(self, status: int, method: str, path: str) -> Response:
-        served = ", ".join([*(f"POST {api_path}" for api_path in self.paths), f"GET {models.PATHS[0]}"])
+        endpoints = [f"{resource.method} {API_ROOT}{resource.template}" for resource, _ in self.resources]
+        served = ", ".join(
+            [*(f"POST {api_path}" for api_path in self.paths), f"GET {models.PATHS[0]}", *endpoints]
+        )
         message = f"sim does not serve {method} {path}; it serves {served}"
         return api_error(status, message, code="not_found" if status == 404 else None)
 

@@ -6,13 +6,16 @@ side offers (`WireProtocol`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sim.core.errors import MessageContractError
 from sim.core.model import ModelReply, ModelRequest
 from sim.core.strict_schema import strict_problem
 from sim.wire.custom_tools import refused_format
 from sim.wire.tool_choice import ReplyTerms, ToolChoiceError, read_tool_choice
+
+if TYPE_CHECKING:
+    from sim.wire.resources import Resource
 
 CREATED = 1_700_000_000
 """The creation time of every reply: fixed, so that replies are byte-stable."""
@@ -72,6 +75,8 @@ class WireProtocol(Protocol):
     paths: tuple[str, ...]
     closing: bytes
     """What ends a stream after its last event (`data: [DONE]` for Chat, nothing for Responses)."""
+    resources: tuple[Resource, ...]
+    """Its endpoints beyond asking the model (retrieve, delete, cancel ...), answered from what it keeps."""
 
     def parse(self, body: dict[str, Any], number: int) -> Asked | Refused:
         """The request body read once: the request being answered, or the API's refusal."""

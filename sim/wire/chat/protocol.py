@@ -29,6 +29,7 @@ from sim.wire.requests import (
     refused_type,
     refused_unsupported,
 )
+from sim.wire.resources import Resource
 from sim.wire.sse import frame
 from sim.wire.text_format import chat_format, refused_chat_format, with_format
 from sim.wire.tool_choice import ReplyTerms, reply_terms
@@ -185,6 +186,7 @@ class ChatProtocol:
     name = "chat"
     paths: tuple[str, ...] = PATHS
     closing = b"data: [DONE]\n\n"
+    resources: tuple[Resource, ...] = ()
 
     def parse(self, body: dict[str, Any], number: int) -> Asked | Refused:
         """The request body read once: the request being answered, or the API's refusal."""

@@ -42,6 +42,7 @@ from sim.wire.requests import (
     refused_type,
     refused_unsupported,
 )
+from sim.wire.resources import Resource
 from sim.wire.response_store import ResponseStore
 from sim.wire.responses import CONVERSATION, PATHS
 from sim.wire.responses.client import (
@@ -85,6 +86,8 @@ class ResponsesProtocol:
     name = "responses"
     paths: tuple[str, ...] = PATHS
     closing = b""
+    resources: tuple[Resource, ...] = ()
+    """None yet: retrieve, delete, cancel, input items and token counts come with the lifecycle."""
     STORED = 10_000
     """The most reasoning items and function calls remembered (a store of responses is bounded by bytes)."""
 
