@@ -86,14 +86,14 @@ class ResponsesProtocol:
     name = "responses"
     paths: tuple[str, ...] = PATHS
     closing = b""
-    resources: tuple[Resource, ...] = ()
-    """None yet: retrieve, delete, cancel, input items and token counts come with the lifecycle."""
     STORED = 10_000
     """The most reasoning items and function calls remembered (a store of responses is bounded by bytes)."""
 
     def __init__(self, store_limit: int = STORE_LIMIT_BYTES) -> None:
         self.store = ResponseStore(store_limit)
         """The responses kept for chains."""
+        self.resources: tuple[Resource, ...] = ()
+        """Its endpoints beyond asking the model: the lifecycle's and the Conversations API's."""
         self._reasoning: OrderedDict[str, _ServedReasoning] = OrderedDict()
         """Each reasoning item served, by its item id."""
         self._needs: OrderedDict[str, tuple[str, ...]] = OrderedDict()
