@@ -117,7 +117,7 @@ class RecordingAnswerer:
         )
         self.answered_by[UNMATCHED] += 1
         self._unmatched.add(request.number)
-        return ApiError(status, message, type=code, code=code, said=f"{code}: {why}")
+        return ApiError(status, message, code=code, said=f"{code}: {why}")
 
     def api_of(self, request: Received) -> str:
         """What the access log names as the API `request` asked (its answer given): its recorded

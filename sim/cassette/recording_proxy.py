@@ -140,7 +140,7 @@ class RecordingProxy:
         except httpx2.HTTPError as error:
             self.failures.append(f"{method} {tail}: upstream unreachable: {type(error).__name__}")
             message = f"sim proxy: cannot reach the upstream {shown}: {type(error).__name__}"
-            return ApiError(502, message, type="sim_upstream_error", code="sim_upstream_error")
+            return ApiError(502, message, code="sim_upstream_error")
         response_headers = {k: v for k, v in upstream.headers.items() if k.lower() not in _RESPONSE_DROPPED}
 
         async def relay() -> AsyncIterator[bytes]:

@@ -20,6 +20,8 @@ elsewhere they stay empty.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -100,8 +102,47 @@ class ModelTimeoutError(ModelConnectionError):
     """The model endpoint did not answer in time."""
 
 
+class PairingRule(StrEnum):
+    """Which pairing rule a conversation breaks."""
+
+    unique_call_ids = "unique_call_ids"
+    """An assistant message's tool calls share an id."""
+    every_call_answered = "every_call_answered"
+    """Some tool calls got no result before the next message (or the end)."""
+    one_result_per_call = "one_result_per_call"
+    """A second result answers a call already answered."""
+    result_answers_a_call = "result_answers_a_call"
+    """A result answers no call of the assistant message before it."""
+
+
+@dataclass(frozen=True, slots=True)
+class PairingBreak:
+    """Where and how a conversation breaks the pairing rules, for a server to say it in its API's words."""
+
+    rule: PairingRule
+    at: int
+    """The index, among the messages checked, of the message that breaks it: the assistant message whose
+    calls lack results (or share an id), or the tool message."""
+    call_ids: tuple[str, ...]
+    """The ids concerned, in the order of the calls (the one the tool message names, for a result)."""
+    after_calls: bool = False
+    """For a result without its call: whether an assistant message with tool calls came before it."""
+
+
 class MessageContractError(AgentError, ValueError):
-    """Tool calls and tool results break the pairing rules the API enforces."""
+    """Tool calls and tool results break the pairing rules the API enforces (`pairing` says which, where,
+    for a pairing rule; None for a malformed message)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        pairing: PairingBreak | None = None,
+        history: Sequence[ChatMessage] = (),
+        turns: int = 0,
+    ) -> None:
+        super().__init__(message, history=history, turns=turns)
+        self.pairing = pairing
 
 
 class ConfigurationError(AgentError, ValueError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 from collections.abc import Iterable, Iterator, Sequence
@@ -16,7 +17,7 @@ from pydantic import (
     model_serializer,
 )
 
-from sim.core.errors import MessageContractError
+from sim.core.errors import MessageContractError, PairingBreak, PairingRule
 
 NonEmpty = Annotated[str, Field(min_length=1)]
 
@@ -133,38 +134,55 @@ class PairingChecker:
     id before any other message; results may come in any order.
     """
 
-    __slots__ = ("_calls", "_pending")
+    __slots__ = ("_asked_at", "_calls", "_checked", "_ids", "_pending")
 
     def __init__(self) -> None:
         self._calls: frozenset[str] = frozenset()
         self._pending: set[str] = set()
+        self._checked = 0
+        """How many messages were checked: the index of the next one."""
+        self._asked_at = 0
+        """The index of the last assistant message with tool calls."""
+        self._ids: Sequence[str] = ()
+        """Its calls' ids, in order."""
 
     def check(self, message: ChatMessage) -> None:
         """Raise `MessageContractError` if `message` cannot follow the messages checked so far."""
+        at = self._checked
         if isinstance(message, ToolMessage):
             call_id = message.tool_call_id
             if call_id in self._pending:
                 self._pending.discard(call_id)
             elif call_id in self._calls:
-                raise MessageContractError(f"unexpected tool result id: {call_id}")
+                broken = PairingBreak(PairingRule.one_result_per_call, at, (call_id,), after_calls=True)
+                raise MessageContractError(f"unexpected tool result id: {call_id}", pairing=broken)
             else:
-                raise MessageContractError(f"orphan tool result id: {call_id}")
+                broken = PairingBreak(PairingRule.result_answers_a_call, at, (call_id,), bool(self._calls))
+                raise MessageContractError(f"orphan tool result id: {call_id}", pairing=broken)
+            self._checked = at + 1
             return
         self.require_complete()
         if isinstance(message, AssistantMessage) and message.tool_calls:
             ids = [call.id for call in message.tool_calls]
             if len(set(ids)) != len(ids):
-                raise MessageContractError("assistant tool call ids must be unique")
+                repeated = tuple(i for i, n in collections.Counter(ids).items() if n > 1)
+                broken = PairingBreak(PairingRule.unique_call_ids, at, repeated)
+                raise MessageContractError("assistant tool call ids must be unique", pairing=broken)
             self._calls = frozenset(ids)
             self._pending = set(ids)
+            self._asked_at = at
+            self._ids = ids
         else:
             self._calls = frozenset()
+        self._checked = at + 1
 
     def require_complete(self) -> None:
         """Raise `MessageContractError` if some tool calls still wait for their results."""
         if self._pending:
             missing = json.dumps(sorted(self._pending), separators=(",", ":"))
-            raise MessageContractError(f"missing tool results for ids: {missing}")
+            unanswered = tuple(i for i in self._ids if i in self._pending)
+            broken = PairingBreak(PairingRule.every_call_answered, self._asked_at, unanswered)
+            raise MessageContractError(f"missing tool results for ids: {missing}", pairing=broken)
 
 
 def validate_pairing(messages: Iterable[ChatMessage]) -> None:

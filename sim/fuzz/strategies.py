@@ -35,7 +35,7 @@ SCHEMA_VIOLATIONS: tuple[dict[str, Any], ...] = (
     {"command": "ls", "cwd": "/"},
 )
 ERRORS: tuple[dict[str, Any], ...] = (
-    {"status": 429, "message": "Rate limit reached", "type": "rate_limit_error", "retry_after": 1},
+    {"status": 429, "message": "Rate limit reached", "type": "requests", "retry_after": 1},
     {"status": 500, "message": "Server error", "type": "server_error"},
     {"status": 400, "message": "Bad request", "type": "invalid_request_error"},
 )

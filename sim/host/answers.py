@@ -45,6 +45,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Protocol
 
 from sim.core.problems import Problem, ProblemKind
+from sim.wire.error_types import error_type
 
 if TYPE_CHECKING:
     from sim.core.model import ModelReply
@@ -83,7 +84,8 @@ class ApiError:
 
     status: int
     message: str
-    type: str = "invalid_request_error"
+    type: str | None = None
+    """The error's `type`; None: the one the API gives `status` and `code` (`sim.wire.error_types`)."""
     code: str | None = None
     param: str | None = None
     headers: tuple[tuple[str, str], ...] = ()
@@ -92,6 +94,10 @@ class ApiError:
     pacing: Pacing = NO_PACING
     said: str | None = None
     """What the access log says was served (None: `code: message`)."""
+
+    def __post_init__(self) -> None:
+        if self.type is None:
+            object.__setattr__(self, "type", error_type(self.status, self.code, self.message))
 
     @classmethod
     def of(cls, problem: Problem) -> ApiError:

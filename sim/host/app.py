@@ -44,6 +44,7 @@ from sim.host.answers import (
     Refusal,
 )
 from sim.wire import STORE_LIMIT_BYTES, Api, models
+from sim.wire.error_types import error_type as type_for_status
 from sim.wire.registry import CODECS
 from sim.wire.requests import Asked, Refused, WireProtocol
 from sim.wire.resources import API_ROOT, Called, EventBody, Resource, routed
@@ -61,13 +62,15 @@ def api_error(
     status: int,
     message: str,
     *,
-    error_type: str = "invalid_request_error",
+    error_type: str | None = None,
     code: str | None = None,
     param: str | None = None,
     headers: dict[str, str] | None = None,
 ) -> JSONResponse:
-    """An error response shaped like the real API's."""
-    body = {"error": {"message": message, "type": error_type, "param": param, "code": code}}
+    """An error response shaped like the real API's (its `type`, when not given, the one the API gives
+    `status` and `code`)."""
+    said = error_type if error_type is not None else type_for_status(status, code, message)
+    body = {"error": {"message": message, "type": said, "param": param, "code": code}}
     return JSONResponse(body, status_code=status, headers=headers)
 
 
@@ -86,7 +89,7 @@ def _error_response(error: ApiError) -> JSONResponse:
 def refusal(refused: Refused, number: int) -> Refusal:
     """The API's refusal of request `number`, and the problem it is for the run: the request is invalid, or
     asks for what sim does not simulate."""
-    where = f"{refused.param}: " if refused.param else ""
+    where = f"{refused.param}: " if refused.param and refused.detail is None else ""
     kind = ProblemKind.not_simulated if refused.unsimulated else ProblemKind.invalid_request
     said = "not simulated" if refused.unsimulated else "invalid request"
     problem = Problem(

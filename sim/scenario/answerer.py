@@ -68,12 +68,12 @@ def scripted_answer(
     pacing = Pacing(latency.first_byte, latency.between_chunks)
     scripted = spec.error
     if scripted is not None and scripted.in_stream and asked.body.get("stream"):
-        failure = ApiError(scripted.status, scripted.message, type=scripted.type or "server_error",
+        failure = ApiError(scripted.status, scripted.message, type=scripted.type,
                            code=scripted.code, in_stream=True, pacing=pacing, said=said)  # fmt: skip
         return failure, []
     if scripted is not None:
         retry_after = () if scripted.retry_after is None else (("retry-after", f"{scripted.retry_after:g}"),)
-        error = ApiError(scripted.status, scripted.message, type=scripted.type or "api_error",
+        error = ApiError(scripted.status, scripted.message, type=scripted.type,
                          code=scripted.code, headers=retry_after, pacing=pacing, said=said)  # fmt: skip
         return error, []
     refusal = spec.refusal is not None

@@ -68,7 +68,11 @@ class ScriptedErrorSpec(_Strict):
 
     status: int = Field(ge=400, le=599, description="The HTTP status, e.g. 429.")
     message: str = Field(description="The error message the API sends.")
-    type: str | None = Field(None, description="The API's error type, e.g. `rate_limit_error`.")
+    type: str | None = Field(
+        None,
+        description="The API's error type, e.g. `requests` (a 429); left out: the one the API gives the"
+        " status and code (docs/errors.md).",
+    )
     code: str | None = Field(None, description="The API's error code.")
     retry_after: float | None = Field(None, ge=0, description="Seconds, as sent in `Retry-After`.")
     in_stream: bool = Field(

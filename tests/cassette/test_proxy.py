@@ -115,7 +115,7 @@ def test_a_changed_prompt_gets_a_400_naming_the_json_path(tmp_path: Path) -> Non
             urllib.request.urlopen(request, timeout=10)
         assert refused.value.code == 400
         error = json.loads(refused.value.read())["error"]
-        assert error["type"] == "sim_replay_mismatch"
+        assert (error["type"], error["code"]) == ("invalid_request_error", "sim_replay_mismatch")
         assert error["message"].startswith('sim serve: turn 1: messages[0].content: recorded "What is the')
         assert error["message"].endswith('!= now "Weather in Rome?"')
         server.send_signal(signal.SIGINT)
@@ -363,7 +363,8 @@ def test_an_unreachable_upstream_is_a_502_and_a_missing_command_exits_127(tmp_pa
                      environment=proxy_environment()) as (proxy, proxy_url):  # fmt: skip
         refused = httpx2.post(f"{proxy_url}/chat/completions", json={"model": "m"}, timeout=30)
         assert refused.status_code == 502
-        assert refused.json()["error"]["type"] == "sim_upstream_error"
+        assert refused.json()["error"]["type"] == "server_error"
+        assert refused.json()["error"]["code"] == "sim_upstream_error"
         proxy.send_signal(signal.SIGINT)
         assert proxy.wait(timeout=20) == 1
         assert proxy.stderr is not None

@@ -176,11 +176,11 @@ class TestValidation:
         ("messages", "tools", "problem"),
         [
             ([USER, {"role": "assistant", "content": None, "tool_calls": [CALL]}], None,
-             "missing tool results"),
+             "did not have response messages: call_1"),
             ([USER, {"role": "assistant", "content": None, "tool_calls": [CALL, CALL]},
               {"role": "tool", "tool_call_id": "call_1", "content": "x"}], None, "ids must be unique"),
             ([USER, {"role": "tool", "tool_call_id": "nope", "content": "x"}], None,
-             "orphan tool result id: nope"),
+             "must be a response to a preceeding message with 'tool_calls'"),
             ([USER], [{"type": "function", "function": {"name": "bad name!"}}],
              "invalid function name"),
             ([USER], [{"type": "function", "function": {"name": "f", "parameters": {"type": "array"}}}],

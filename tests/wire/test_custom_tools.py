@@ -158,7 +158,7 @@ class TestChat:
         )
         assert [r.status_code for r in responses] == [400, 400]
         assert "custom" in responses[0].json()["error"]["message"]
-        assert "missing tool results" in responses[1].json()["error"]["message"]
+        assert "did not have response messages: c1" in responses[1].json()["error"]["message"]
 
     def test_the_client_side_reads_a_custom_call(self) -> None:
         completion = {

@@ -64,14 +64,21 @@ def test_a_tool_choice_naming_no_offered_tool_is_refused(
 
 
 def test_a_malformed_conversation_is_refused_as_an_invalid_request() -> None:
-    """A conversation the loop's contract refuses (a tool result answering no call) is a 400 whose message
-    says "Invalid request: ..." and whose problem is the contract broken, without that framing."""
-    body = {"model": "m", "messages": [{"role": "tool", "tool_call_id": "call_1", "content": "out"}]}
+    """A conversation the loop's contract refuses is a 400 whose problem is the contract broken: a malformed
+    message in sim's words ("Invalid request: ..."), a tool result answering no call in the API's, with its
+    `param` (the live API's wording replaced sim's here)."""
+    body = {"model": "m", "messages": [{"role": "robot", "content": "out"}]}
     refused = ChatProtocol().parse(body, 3)
     assert isinstance(refused, Refused)
     assert refused.message == f"Invalid request: {refused.problem}"
-    assert refused.detail == refused.problem and "call_1" in refused.problem
+    assert refused.detail == refused.problem and "robot" in refused.problem
     assert (refused.status, refused.code, refused.param, refused.unsimulated) == (400, None, None, False)
+    body = {"model": "m", "messages": [{"role": "tool", "tool_call_id": "call_1", "content": "out"}]}
+    refused = ChatProtocol().parse(body, 3)
+    assert isinstance(refused, Refused)
+    assert refused.message.startswith("Invalid parameter: messages with role")
+    assert refused.detail == refused.problem == "orphan tool result id: call_1"
+    assert (refused.status, refused.code, refused.param) == (400, None, "messages.[0].role")
 
 
 def test_a_chain_to_an_unknown_response_is_refused_with_the_apis_code() -> None:

@@ -106,10 +106,10 @@ def test_a_chain_through_previous_response_id(tmp_path: Path) -> None:
     ("body", "status", "says"),
     [
         ({"input": [{"type": "function_call_output", "call_id": "nope", "output": "x"}]}, 400,
-         "orphan tool result id: nope"),
+         "No tool call found for function call output with call_id nope."),
         ({"input": [{"role": "user", "content": "hi"},
                     {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{}"},
-                    {"role": "user", "content": "and?"}]}, 400, "missing tool results for ids"),
+                    {"role": "user", "content": "and?"}]}, 400, "No tool output found for function call c1."),
         ({"input": "hi", "tools": [{"type": "function", "function": {"name": "lookup"}}]}, 400,
          "not Chat's {function: {...}}"),
         ({"input": "hi", "previous_response_id": "resp_unknown"}, 400, "Previous response with id"),

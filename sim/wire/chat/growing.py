@@ -24,6 +24,7 @@ from sim.wire.chat.reading import (
     contract_error,
     message_from_wire,
     offered_tools,
+    refused_conversation,
 )
 from sim.wire.chat.served import served_finish
 from sim.wire.replies import well_formed
@@ -102,7 +103,7 @@ class GrowingConversation:
             if tools is None:
                 tools = offered_tools(body)
         except MessageContractError as error:
-            return Refused(f"Invalid request: {error}", detail=str(error))
+            return refused_conversation(error, raw)
         if terms is None:
             terms = self._protocol.terms(body)
         return Asked(body, ModelRequest([*known, *added], tools), number, terms)

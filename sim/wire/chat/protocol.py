@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sim.core.errors import MessageContractError
 from sim.core.model import ModelReply, ModelRequest, Usage
 from sim.wire.chat import PATHS
 from sim.wire.chat.client import (
@@ -12,6 +13,7 @@ from sim.wire.chat.client import (
 )
 from sim.wire.chat.legacy import function_call_to_wire, legacy_terms
 from sim.wire.chat.reading import (
+    refused_conversation,
     request_from_wire,
 )
 from sim.wire.chat.refusals import refused_chat_request
@@ -22,6 +24,7 @@ from sim.wire.requests import (
     CREATED,
     Asked,
     Refused,
+    RefusedError,
     parse,
     refused_custom_format,
     refused_strict,
@@ -221,8 +224,13 @@ class ChatProtocol:
                 if isinstance(t, dict) and isinstance(t.get("function"), dict)]  # fmt: skip
 
     def decode(self, body: dict[str, Any]) -> ModelRequest:
-        """`messages` and `tools`, pairing checked."""
-        return request_from_wire(body)
+        """`messages` and `tools`, pairing checked (a broken pairing refused in the API's words)."""
+        try:
+            return request_from_wire(body)
+        except MessageContractError as error:
+            if error.pairing is None:
+                raise
+            raise RefusedError(refused_conversation(error, body.get("messages"))) from None
 
     def terms(self, body: dict[str, Any]) -> ReplyTerms:
         """Functions are strict where they say `strict: true`."""

@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from sim.core.errors import MessageContractError, ModelReplyError
+from sim.core.errors import MessageContractError, ModelReplyError, PairingRule
 from sim.core.messages import (
     AssistantMessage,
     ChatMessage,
@@ -25,6 +25,7 @@ from sim.wire.chat.legacy import (
     functions_from_wire,
 )
 from sim.wire.custom_tools import CUSTOM, GrammarError, format_from_wire, is_custom
+from sim.wire.requests import Refused
 
 _WIRE_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -139,3 +140,70 @@ def tools_from_wire(raw_tools: Any) -> tuple[ToolSpec, ...]:
     if not isinstance(raw_tools, list):
         raise contract_error("tools", "must be an array")
     return tuple(_tool_spec_from_wire(raw, f"tools[{index}]") for index, raw in enumerate(raw_tools))
+
+
+UNANSWERED_CALLS = (
+    "An assistant message with 'tool_calls' must be followed by tool messages responding to each"
+    " 'tool_call_id'. The following tool_call_ids did not have response messages: {ids}"
+)
+"""The API's words for tool calls left without results (docs/errors.md: quoted live errors)."""
+
+NO_PRECEDING_CALLS = (
+    "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with"
+    " 'tool_calls'."
+)
+"""The API's words (its spelling too) for a tool message after no tool calls."""
+
+CALL_NOT_FOUND = "Invalid parameter: 'tool_call_id' of '{id}' not found in 'tool_calls' of previous message."
+"""The API's words for a tool message answering none of the calls before it."""
+
+ANSWERED_TWICE = (
+    "Invalid parameter: Duplicate value for 'tool_call_id' of '{id}', in messages[{first}] and"
+    " messages[{at}]."
+)
+"""The API's words for a second tool message answering the same call."""
+
+
+def refused_conversation(error: MessageContractError, raw_messages: Any) -> Refused:
+    """`raw_messages` (a request's `messages`) refused as the API refuses them: a pairing rule broken in the
+    API's words, with its `param`; a malformed message as sim words it ("Invalid request: ..."). `detail`
+    keeps the contract broken in sim's own words, for a run's problems."""
+    detail = str(error)
+    broken = error.pairing
+    if broken is None or _legacy(raw_messages, broken.at):
+        return Refused(f"Invalid request: {detail}", detail=detail)
+    at, first_id = broken.at, broken.call_ids[0]
+    if broken.rule is PairingRule.every_call_answered:
+        message = UNANSWERED_CALLS.format(ids=", ".join(broken.call_ids))
+        return Refused(message, f"messages.[{at}].role", detail=detail)
+    if broken.rule is PairingRule.result_answers_a_call and not broken.after_calls:
+        return Refused(NO_PRECEDING_CALLS, f"messages.[{at}].role", detail=detail)
+    if broken.rule is PairingRule.result_answers_a_call:
+        return Refused(CALL_NOT_FOUND.format(id=first_id), f"messages.[{at}].tool_call_id", detail=detail)
+    if broken.rule is PairingRule.one_result_per_call:
+        first = _answered_at(raw_messages, first_id, at)
+        message = ANSWERED_TWICE.format(id=first_id, first=first, at=at)
+        return Refused(message, f"messages.[{at}].tool_call_id", detail=detail)
+    return Refused(f"Invalid request: {detail}", f"messages.[{at}].tool_calls", detail=detail)
+
+
+def _legacy(raw_messages: Any, at: int) -> bool:
+    """Whether message `at` is a legacy function call or result: its ids are sim's, never sent, so the
+    API's words about `tool_call_id`s do not apply (sim's own are kept)."""
+    raw = raw_messages[at] if isinstance(raw_messages, list) and 0 <= at < len(raw_messages) else None
+    return isinstance(raw, Mapping) and (
+        raw.get("role") == "function" or raw.get("function_call") is not None
+    )
+
+
+def _answered_at(raw_messages: Any, call_id: str, at: int) -> int:
+    """The index of the tool message before `at` that first answered `call_id` (the one before `at` when
+    none says so: a legacy function message)."""
+    if isinstance(raw_messages, list):
+        for index in range(min(at, len(raw_messages)) - 1, -1, -1):
+            raw = raw_messages[index]
+            if not isinstance(raw, Mapping) or raw.get("role") not in ("tool", "function"):
+                break
+            if raw.get("tool_call_id") == call_id:
+                return index
+    return at - 1

@@ -10,6 +10,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sim.core.errors import MessageContractError
 from sim.core.messages import (
     AssistantMessage,
     HistoryView,
@@ -51,7 +52,12 @@ from sim.wire.responses.client import (
 from sim.wire.responses.items import (
     reasoning_from_wire,
 )
-from sim.wire.responses.reading import instructions_from_wire, messages_from_items, tools_from_wire
+from sim.wire.responses.reading import (
+    instructions_from_wire,
+    messages_from_items,
+    refused_pairing,
+    tools_from_wire,
+)
 from sim.wire.responses.rendering import events_to_wire, response_to_wire
 from sim.wire.service_tier import asked_tier, refused_service_tier
 from sim.wire.sse import frame
@@ -145,11 +151,15 @@ class ResponsesProtocol:
             if found is None:
                 message = f"Previous response with id '{previous}' not found."
                 raise RefusedError(Refused(message, "previous_response_id", "previous_response_not_found"))
+        try:
             if found:  # it was checked up to its reply when it was asked for: the reply on is checked
                 pairing.check(found[-1])
-        for item in new:
-            pairing.check(item)
-        pairing.require_complete()
+            for item in new:
+                pairing.check(item)
+            pairing.require_complete()
+        except MessageContractError as error:
+            checked = [found[-1], *new] if found else new
+            raise RefusedError(refused_pairing(error, body.get(CONVERSATION), checked)) from None
         conversation = SharedPrefix(new) if found is None else found.extended(new)
         system = instructions_from_wire(body)
         tools = tools_from_wire(body.get("tools"))

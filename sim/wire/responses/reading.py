@@ -4,11 +4,12 @@ messages (consecutive assistant items one turn) and flat `tools` as tool specs, 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sim.core.errors import MessageContractError, ModelReplyError
+from sim.core.errors import MessageContractError, ModelReplyError, PairingRule
 from sim.core.messages import (
+    AssistantMessage,
     ChatMessage,
     HostedItem,
     Reasoning,
@@ -22,6 +23,7 @@ from sim.core.model import ToolSpec
 from sim.wire.chat.reading import content_text
 from sim.wire.custom_tools import GrammarError, format_from_wire, is_custom
 from sim.wire.hosted import HOSTED_TOOLS, INPUT_ITEMS, hosted_from_wire
+from sim.wire.requests import Refused
 from sim.wire.responses.items import (
     assistant_turn,
     custom_call_from_wire,
@@ -168,3 +170,54 @@ def tools_from_wire(raw_tools: Any) -> tuple[ToolSpec, ...]:
         description = raw.get("description")
         specs.append(ToolSpec(name, description if isinstance(description, str) else "", parameters))
     return tuple(specs)
+
+
+NO_OUTPUT = "No tool output found for {kind} {id}."
+"""The API's words for a call left without its output (docs/errors.md: quoted live errors)."""
+
+NO_CALL = "No tool call found for {kind} output with call_id {id}."
+"""The API's words for an output that answers no call."""
+
+CONVERSATION_PARAM = "input"
+"""The `param` of every refused pairing: the API names the whole `input`."""
+
+_CALL_KINDS = {"function": "function call", "custom": "custom tool call"}
+
+
+def refused_pairing(error: MessageContractError, items: Any, conversation: Sequence[ChatMessage]) -> Refused:
+    """A broken pairing in `conversation` (read from the request's `input` `items`, after what it continues)
+    refused as the API refuses it: in its words, `param: input`; a rule it words otherwise unknown, in
+    sim's ("Invalid request: ..."). `detail` keeps the contract broken in sim's own words."""
+    detail = str(error)
+    broken = error.pairing
+    if broken is not None and broken.rule is PairingRule.every_call_answered:
+        call_id = broken.call_ids[0]
+        kind = _CALL_KINDS[_call_kind(conversation, call_id)]
+        return Refused(NO_OUTPUT.format(kind=kind, id=call_id), CONVERSATION_PARAM, detail=detail)
+    if broken is not None and broken.rule is PairingRule.result_answers_a_call:
+        call_id = broken.call_ids[0]
+        kind = _CALL_KINDS[_output_kind(items, call_id)]
+        return Refused(NO_CALL.format(kind=kind, id=call_id), CONVERSATION_PARAM, detail=detail)
+    return Refused(f"Invalid request: {detail}", CONVERSATION_PARAM, detail=detail)
+
+
+def _call_kind(conversation: Sequence[ChatMessage], call_id: str) -> str:
+    """Whether the call `call_id` (the last with that id) is a function's or a custom tool's."""
+    for message in reversed(conversation):
+        if isinstance(message, AssistantMessage):
+            for call in message.tool_calls:
+                if call.id == call_id:
+                    return call.kind
+    return "function"
+
+
+def _output_kind(items: Any, call_id: str) -> str:
+    """Whether the output item answering `call_id` is a function's or a custom tool's."""
+    if isinstance(items, list):
+        for item in items:
+            if isinstance(item, Mapping) and item.get("call_id") == call_id:
+                if item.get("type") == "custom_tool_call_output":
+                    return "custom"
+                if item.get("type") == "function_call_output":
+                    return "function"
+    return "function"
