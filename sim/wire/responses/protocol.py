@@ -23,7 +23,7 @@ from sim.core.messages import (
 from sim.core.model import ModelReply, ModelRequest
 from sim.core.strict_schema import strict_by_default
 from sim.wire import STORE_LIMIT_BYTES
-from sim.wire.chat.protocol import estimate_usage
+from sim.wire.chat.protocol import estimate_usage, reasoning_tokens
 from sim.wire.hosted import (
     forced_hosted,
     minted,
@@ -49,16 +49,19 @@ from sim.wire.responses import CONVERSATION, PATHS
 from sim.wire.responses.client import (
     ENCRYPTED_REASONING,
 )
+from sim.wire.responses.conversations import Conversations
 from sim.wire.responses.items import (
     reasoning_from_wire,
 )
+from sim.wire.responses.lifecycle import Lifecycle, background_events, refused_background
 from sim.wire.responses.reading import (
     instructions_from_wire,
     messages_from_items,
     refused_pairing,
     tools_from_wire,
 )
-from sim.wire.responses.rendering import events_to_wire, response_to_wire
+from sim.wire.responses.rendering import events_to_wire, response_to_wire, summary_asked
+from sim.wire.obfuscation import padded_events, refused_option, wanted
 from sim.wire.service_tier import asked_tier, refused_service_tier
 from sim.wire.sse import frame
 from sim.wire.text_format import refused_responses_format, responses_format, with_format
@@ -100,6 +103,12 @@ class ResponsesProtocol:
         """The responses kept for chains."""
         self.resources: tuple[Resource, ...] = ()
         """Its endpoints beyond asking the model: the lifecycle's and the Conversations API's."""
+        self.lifecycle = Lifecycle(self)
+        """Stored responses (retrieve, delete, cancel, input items, token counts) and background mode."""
+        self.resources += self.lifecycle.resources
+        self.conversations = Conversations(store_limit, self._referenced)
+        """The conversations kept, for the Conversations API and the `conversation` parameter."""
+        self.resources += self.conversations.resources
         self._reasoning: OrderedDict[str, _ServedReasoning] = OrderedDict()
         """Each reasoning item served, by its item id."""
         self._needs: OrderedDict[str, tuple[str, ...]] = OrderedDict()
@@ -111,7 +120,10 @@ class ResponsesProtocol:
 
     def parse(self, body: dict[str, Any], number: int) -> Asked | Refused:
         """The request body read once: the request being answered, or the API's refusal."""
-        return parse(self, body, number)
+        asked = parse(self, body, number)
+        if isinstance(asked, Asked) and body.get("background") is True:
+            return replace(asked, deferred=True)
+        return asked
 
     def refused(self, body: dict[str, Any]) -> Refused | None:
         """Types, `n`, `logprobs` (Chat's name: the Responses API takes `top_logprobs` and `include`),
@@ -122,7 +134,9 @@ class ResponsesProtocol:
         return (refused_type(body) or refused_unsupported(body) or refused_hosted(body)
                 or refused_custom_format(body.get("tools")) or refused_service_tier(body)
                 or self._refused_choice(body, offered)
-                or refused_strict(self._functions(body)) or refused_responses_format(body))  # fmt: skip
+                or refused_strict(self._functions(body)) or refused_responses_format(body)
+                or refused_background(body)
+                or self.conversations.refused(body) or refused_option(body))  # fmt: skip
 
     @staticmethod
     def _refused_choice(body: dict[str, Any], offered: list[str]) -> Refused | None:
@@ -143,9 +157,13 @@ class ResponsesProtocol:
         """`instructions` and `input` (after the stored conversation `previous_response_id` names), and
         flat `tools`; pairing is checked on the whole rebuilt conversation."""
         previous = body.get("previous_response_id")
-        new = messages_from_items(body.get(CONVERSATION), self._referenced)
+        in_conversation = body.get("conversation") is not None
+        sent = body.get(CONVERSATION)
+        new = [] if sent is None and in_conversation else messages_from_items(sent, self._referenced)
         pairing = PairingChecker()
         found = None
+        if in_conversation:  # its items, then `input` (`refused` saw it is not with `previous_response_id`)
+            found = self.conversations.continued(body, pairing)
         if previous is not None:
             found = self.store.conversation(previous) if isinstance(previous, str) else None
             if found is None:
@@ -233,6 +251,7 @@ class ResponsesProtocol:
             model=asked.model,
             usage=estimate_usage(asked.decoded, reply),
             request=asked.body,
+            reasoning_tokens=reasoning_tokens(reply),
         )
         stored = asked.body.get("store") is not False
         if stored:
@@ -263,17 +282,21 @@ class ResponsesProtocol:
                     item["content"] = [
                         {"type": "refusal", "refusal": p.get("text", "")} for p in item["content"]
                     ]
-        return wire
+        if "conversation" in asked.body:
+            self.conversations.kept(asked, wire, served.message)
+        return self.lifecycle.kept(asked, wire, served, refusal=refusal, stored=stored)
 
     def _served(self, reply: ModelReply, response_id: str, body: dict[str, Any]) -> ModelReply:
-        """The reply with its reasoning as served: an id, and encrypted content when the request asked."""
+        """The reply with its reasoning as served: an id, encrypted content when the request asked, and its
+        summary only when the request asks for one (`reasoning.summary`)."""
         if not reply.message.reasoning:
             return reply
         encrypted = ENCRYPTED_REASONING in (body.get("include") or [])
+        summarized = summary_asked(body)
         reasoning = tuple(
             Reasoning(
                 id=f"rs_{response_id.removeprefix('resp_')}_{n}",
-                summary=item.summary,
+                summary=item.summary if summarized else (),
                 encrypted_content=ENCRYPTED_PREFIX
                 + base64.b64encode(json.dumps([response_id, item.summary]).encode()).decode()
                 if encrypted
@@ -291,7 +314,10 @@ class ResponsesProtocol:
     def stream(self, reply: ModelReply, asked: Asked, *, refusal: bool = False) -> list[bytes]:
         """The response's events, named and numbered as the API sends them (kept as `reply` keeps it)."""
         wire = self.reply(reply, asked, refusal=refusal)
-        return [frame(event, event["type"]) for event in events_to_wire(wire, asked.body)]
+        events = background_events(wire, asked.body) if asked.deferred else events_to_wire(wire, asked.body)
+        if wanted(asked.body):
+            padded_events(events, asked.number)
+        return [frame(event, event["type"]) for event in events]
 
     def failed(self, error: dict[str, Any], asked: Asked) -> list[bytes]:
         """`response.created`, `response.in_progress`, then `response.failed` carrying the error (its
