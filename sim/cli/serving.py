@@ -21,6 +21,7 @@ from sim.wire import STORE_LIMIT_BYTES
 
 if TYPE_CHECKING:
     from sim.host.access_log import AccessLog
+    from sim.host.rate_limit import RateLimit
     from sim.host.serve import AppServer
 
 Host = Annotated[str, typer.Option(help="Address to listen on.")]
@@ -108,9 +109,20 @@ def serve(
     ] = STORE_LIMIT_BYTES // 2**20,
     quiet: Quiet = False,
     as_json: JsonLog = False,
+    rate_limit: Annotated[
+        str | None,
+        typer.Option(
+            "--rate-limit",
+            metavar="requests=N/min,tokens=N/min",
+            help="Simulate the API's rate limits: x-ratelimit-* headers on every answer, and a 429"
+            " rate_limit_exceeded (with retry-after) past the budget. Tokens are estimated as the API"
+            " does: input characters / 4 plus max_tokens (max_completion_tokens, max_output_tokens).",
+        ),
+    ] = None,
 ) -> None:
     """Serve an OpenAI-compatible API (Chat Completions and Responses) answering from FILE: a scenario's
     scripted replies, or a cassette's recorded responses."""
+    limit = _rate_limit(rate_limit)
     from sim.cassette.reader import looks_like_cassette
     from sim.host.serve import base_url
     from sim.scenario.answerer import scenario_host
@@ -126,7 +138,7 @@ def serve(
     if looks_like_cassette(file):
         if cycle:
             raise usage_error("--cycle serves scenarios only; a cassette is played once")
-        _serve_cassette(file, host, port, grace if once else None, _access_log(quiet, as_json))
+        _serve_cassette(file, host, port, grace if once else None, _access_log(quiet, as_json), limit)
         return
     scenario = open_one(file, load_scenario)
     server = _listening(host, port)
@@ -137,6 +149,7 @@ def serve(
         store_limit=store_limit * 2**20,
         keep_requests=False,
         on_answered=_access_log(quiet, as_json),
+        rate_limit=limit,
     )
     script = served.answerer
     server.server.config.app = served.app
@@ -166,7 +179,26 @@ async def _stop_after(server: AppServer, seconds: float) -> None:
     asyncio.get_running_loop().call_later(seconds, server.stop)
 
 
-def _serve_cassette(file: Path, host: str, port: int, grace: float | None, log: AccessLog | None) -> None:
+def _rate_limit(said: str | None) -> RateLimit | None:
+    """`--rate-limit` read, or a one-line usage error (exit 2) saying what is wrong with it."""
+    from sim.host.rate_limit import RateLimit, RateLimitError
+
+    if said is None:
+        return None
+    try:
+        return RateLimit.parse(said)
+    except RateLimitError as error:
+        raise usage_error(f"--rate-limit: {error}") from None
+
+
+def _serve_cassette(
+    file: Path,
+    host: str,
+    port: int,
+    grace: float | None,
+    log: AccessLog | None,
+    rate_limit: RateLimit | None = None,
+) -> None:
     """Serve a cassette; with a `grace` (`--once`), until it is over and the grace has passed."""
     from sim.cassette.reader import read_cassette
     from sim.cassette.recording_answerer import RecordingAnswerer, base_path, recording_host
@@ -183,6 +215,7 @@ def _serve_cassette(file: Path, host: str, port: int, grace: float | None, log: 
         answerer,
         on_finished=partial(_stop_after, server, grace) if grace is not None else None,
         on_answered=log,
+        rate_limit=rate_limit,
     )
     server.server.config.app = served.app
 

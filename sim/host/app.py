@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from collections import Counter
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import replace
 from functools import partial
+from time import perf_counter
 from typing import Any, Generic, TypeVar
 
 from starlette.applications import Starlette
@@ -43,8 +46,11 @@ from sim.host.answers import (
     Received,
     Refusal,
 )
+from sim.host.faults import Faulted, FaultKind, Where, faulted
+from sim.host.rate_limit import Limiter, RateLimit
 from sim.wire import STORE_LIMIT_BYTES, Api, models
 from sim.wire.error_types import error_type as type_for_status
+from sim.wire.rate_estimate import estimate
 from sim.wire.registry import CODECS
 from sim.wire.requests import Asked, Refused, WireProtocol
 from sim.wire.resources import API_ROOT, Called, EventBody, Resource, routed
@@ -132,8 +138,12 @@ class Host(Generic[A]):
         on_finished: Callable[[], Any] | None = None,
         on_answered: Callable[[Answered], None] | None = None,
         api_of: Callable[[Received], str] | None = None,
+        rate_limit: RateLimit | None = None,
     ) -> None:
         self.answerer = answerer
+        self.limiter = None if rate_limit is None else Limiter(rate_limit)
+        """The rate limits simulated (None: none): each model request spends from them or is answered 429
+        without reaching the answerer, and every answer sim makes says where they stand."""
         self.api_of = api_of
         """What the access log names as a request's API, asked once it is answered (None: the API its path
         names, or the path; a recording names its interaction's, or `unmatched`)."""
@@ -154,7 +164,7 @@ class Host(Generic[A]):
         self.paths = list(self.protocols)
         """The API paths served."""
         self.received = 0
-        """Requests handed to the answerer."""
+        """Requests numbered: handed to the answerer, or throttled by the rate limit."""
         self.received_by: Counter[str] = Counter()
         """Requests received per API (`chat`, `responses`)."""
         self.every_path = every_path
@@ -178,7 +188,45 @@ class Host(Generic[A]):
     ) -> Response:
         """The response to one request given as plain values (`path` decoded, `query` as sent, `headers` with
         names lower-cased and repeated ones kept); the ASGI app and the in-process transport both answer
-        through it."""
+        through it. Every answer sim makes (not a relayed one, which keeps its own) carries an
+        `x-request-id` and `openai-processing-ms`, and with a rate limit the `x-ratelimit-*` headers; a
+        model request past the limit is answered 429 here, before any answerer sees it."""
+        started = perf_counter()
+        throttled = None
+        if self.limiter is not None and method == "POST" and path in self.protocols:
+            throttled = self._throttled(self.limiter, self.protocols[path], body)
+        response = throttled or await self._routed(method, path, query, headers, body)
+        if not isinstance(response, _RELAYED):
+            millis = int((perf_counter() - started) * 1000)
+            response.raw_headers += (
+                (b"x-request-id", b"req_" + os.urandom(16).hex().encode()),
+                (b"openai-processing-ms", str(millis).encode()),
+            )
+            if self.limiter is not None:
+                response.raw_headers += self.limiter.headers()
+        return response
+
+    def _throttled(self, limiter: Limiter, protocol: WireProtocol, body: bytes) -> Response | None:
+        """The API's 429 when a model request is past the rate limit (numbered and logged; the answerer never
+        sees it), else None, its request and tokens spent."""
+        asked = estimate(body)
+        past = limiter.take(asked.tokens)
+        if past is None:
+            return None
+        self.received += 1
+        self.received_by[protocol.name] += 1
+        message = past.message(asked.model)
+        response = api_error(
+            429, message, error_type=past.kind, code="rate_limit_exceeded", headers=past.retry_headers()
+        )
+        if self.on_answered is not None:
+            self.on_answered(Answered(protocol.name, self.received, 429, f"rate_limit_exceeded: {message}"))
+        return response
+
+    async def _routed(
+        self, method: str, path: str, query: str, headers: Mapping[str, str], body: bytes
+    ) -> Response:
+        """The response to one request, from what its path and method route to."""
         if self.every_path:
             if method not in _METHODS:
                 return self._not_served(405, method, path)
@@ -276,10 +324,14 @@ class Host(Generic[A]):
         response = await self._render(answer, received, protocol)
         if self.on_answered is not None:
             said = _said(answer, response)
+            status = response.status_code
+            if isinstance(response, Faulted):
+                said = f"{said}; {response.fault.said()}"
+                fault = response.fault
+                if fault.where is Where.before_headers and fault.kind is not FaultKind.stall:
+                    status = _NOT_SENT
             if isinstance(response, StreamingResponse):  # told once it ends, when its outcome is known
-                response.body_iterator = self._logged_at_end(
-                    response.body_iterator, received, response.status_code, said
-                )
+                response.body_iterator = self._logged_at_end(response.body_iterator, received, status, said)
             else:
                 self._log(received, response.status_code, said)
         if self.on_finished is not None and not self.told_finished and self.answerer.finished:
@@ -305,6 +357,12 @@ class Host(Generic[A]):
             self._log(received, status, said)
 
     async def _render(self, answer: Answer, request: Received, protocol: WireProtocol | None) -> Response:
+        faults = answer.faults if isinstance(answer, ModelAnswer) and protocol is not None else None
+        if isinstance(answer, ModelAnswer) and (fault := faults) is not None:  # no API: a whole error instead
+            plain = replace(answer, fault=None, cut_after_chunks=None)
+            return faulted(await self._render(plain, request, protocol), fault)
+        if isinstance(answer, ApiError) and answer.fault is not None:
+            return faulted(await self._render(replace(answer, fault=None), request, protocol), answer.fault)
         if isinstance(answer, Problem):
             return _error_response(ApiError.of(answer))
         if isinstance(answer, RawReply):
@@ -327,7 +385,9 @@ class Host(Generic[A]):
             if not stream:
                 await _wait(answer.pacing.first_byte)
             return _error_response(answer)
-        if not stream:
+        if asked.deferred:  # run in the background: answered at once, the reply ready once its latency passed
+            asked = replace(asked, latency=answer.pacing.first_byte)
+        elif not stream:
             await _wait(answer.pacing.first_byte)
         if answer.malformed:
             kind = "text/event-stream" if stream else "application/json"
@@ -346,11 +406,22 @@ class Host(Generic[A]):
 _NO_REQUEST = ApiError(404, "sim has no API request here to answer with a model reply")
 
 
+class _Relayed(Response):
+    """A recorded or upstream reply sent as it came: it keeps its own headers (its request id too)."""
+
+
+class _RelayedStream(StreamingResponse):
+    """A recorded or upstream stream relayed as it comes, with its own headers."""
+
+
+_RELAYED = (_Relayed, _RelayedStream)
+
+
 def _raw(reply: RawReply) -> Response:
     if isinstance(reply.body, bytes):
-        response: Response = Response(reply.body, status_code=reply.status)
+        response: Response = _Relayed(reply.body, status_code=reply.status)
     else:
-        response = StreamingResponse(reply.body, status_code=reply.status)
+        response = _RelayedStream(reply.body, status_code=reply.status)
     for name, value in reply.headers:  # each value of a repeated header, as it came
         response.headers.append(name, value)
     return response

@@ -21,6 +21,8 @@ from sim.core.problems import Problem, ProblemKind
 from sim.host.access_log import Answered
 from sim.host.answers import Answer, ApiError, ModelAnswer, Pacing, Received, Refusal
 from sim.host.app import Host
+from sim.host.faults import STALL_SECONDS, Fault, FaultKind, Where
+from sim.host.rate_limit import RateLimit
 from sim.scenario.expectations import check_request
 from sim.scenario.outline import summary
 from sim.scenario.schema import Latency, Scenario, ScriptedReplySpec
@@ -29,7 +31,7 @@ from sim.wire import STORE_LIMIT_BYTES
 from sim.wire.guarantees import broken_guarantee
 from sim.wire.requests import Asked
 
-__all__ = ["ScriptAnswerer", "scenario_host", "scripted_answer"]
+__all__ = ["ScriptAnswerer", "scenario_host", "scripted_answer", "scripted_fault"]
 
 _NO_RETRY = (("x-should-retry", "false"),)
 
@@ -43,12 +45,14 @@ def scripted_answer(
     latency: Latency,
     said: str,
     judged: bool = True,
+    faulted: bool = True,
 ) -> tuple[Answer, list[Problem]]:
     """How scripted reply `index` (`spec`, standing for `reply`) answers `asked`, and the problems that
     shows: the request differs from its `expect_request`, or the reply breaks a guarantee the request sets
     (`sim.wire.guarantees`: its `tool_choice`, a strict schema); otherwise its error, its malformed body
     or the reply, at its latency. `said` is what the access log says of it. Without `judged`, the reply is
-    sent whatever the request guarantees (the fuzzer's hostile profile sends what the API never would)."""
+    sent whatever the request guarantees (the fuzzer's hostile profile sends what the API never would).
+    Without `faulted`, it is sent whole, without its network fault (the attempt after its `drops`)."""
     number = asked.number
     if spec.expect_request is not None:
         differences = check_request(f"replies[{index}].expect_request", spec.expect_request, asked.decoded)
@@ -67,19 +71,34 @@ def scripted_answer(
     latency = spec.latency or latency
     pacing = Pacing(latency.first_byte, latency.between_chunks)
     scripted = spec.error
+    fault = scripted_fault(spec) if faulted else None
     if scripted is not None and scripted.in_stream and asked.body.get("stream"):
         failure = ApiError(scripted.status, scripted.message, type=scripted.type,
-                           code=scripted.code, in_stream=True, pacing=pacing, said=said)  # fmt: skip
+                           code=scripted.code, in_stream=True, pacing=pacing, said=said,
+                           fault=fault)  # fmt: skip
         return failure, []
     if scripted is not None:
         retry_after = () if scripted.retry_after is None else (("retry-after", f"{scripted.retry_after:g}"),)
         error = ApiError(scripted.status, scripted.message, type=scripted.type,
-                         code=scripted.code, headers=retry_after, pacing=pacing, said=said)  # fmt: skip
+                         code=scripted.code, headers=retry_after, pacing=pacing, said=said,
+                         fault=fault)  # fmt: skip
         return error, []
     refusal = spec.refusal is not None
-    answer = ModelAnswer(reply, refusal=refusal, cut_after_chunks=spec.cut_after_chunks,
-                         malformed=spec.malformed, pacing=pacing, said=said)  # fmt: skip
+    cut = spec.cut_after_chunks if faulted else None
+    answer = ModelAnswer(reply, refusal=refusal, cut_after_chunks=cut, malformed=spec.malformed,
+                         pacing=pacing, said=said, fault=fault)  # fmt: skip
     return answer, []
+
+
+def scripted_fault(spec: ScriptedReplySpec) -> Fault | None:
+    """The network fault a scripted reply meets (`fault`, `fault_at`, `cut_after_chunks`, `stall_seconds`)."""
+    if spec.fault is None and spec.cut_after_chunks is None:
+        return None
+    kind = FaultKind(spec.fault or "drop")
+    mid_body = spec.fault_at == "mid_body" or spec.cut_after_chunks is not None
+    where = Where.mid_body if mid_body else Where.before_headers
+    seconds = spec.stall_seconds if spec.stall_seconds is not None else STALL_SECONDS
+    return Fault(kind, where, spec.cut_after_chunks, seconds)
 
 
 def _said_if(error: ApiError, spec: ScriptedReplySpec, said: str) -> ApiError:
@@ -114,6 +133,39 @@ class _ErrorServed:
         return Problem(ProblemKind.expectation_failed, self.number, message, code="sim_expectation_failed")
 
 
+@dataclass(slots=True)
+class _Dropping:
+    """A request whose scripted reply meets its fault `drops` times before it is sent whole: its body (each
+    retry sends the same), its number, the reply's index, and the attempts faulted so far."""
+
+    body: bytes
+    number: int
+    index: int
+    drops: int
+    made: int = 0
+
+    def retried_by(self, request: Received) -> bool:
+        """Whether `request` is another attempt at this one: as the SDKs say (`x-stainless-retry-count`
+        above 0), or for a client that does not say, by sending the same body."""
+        said = request.retry_count
+        return said > 0 if said is not None else request.body == self.body
+
+    def gave_up(self, number: int | None) -> Problem:
+        """The client stopped retrying before the reply was sent whole (`number`: the request it sent
+        instead, if any)."""
+        instead = f"; request {number} is another request" if number is not None else ""
+        message = (
+            f"replies[{self.index}] drops request {self.number} {_times(self.drops)} before its reply, but"
+            f" the client made {_times(self.made)} the attempt{instead} (it must retry a dropped connection:"
+            " the SDK does with `max_retries`)"
+        )
+        return Problem(ProblemKind.expectation_failed, number, message, code="sim_expectation_failed")
+
+
+def _times(count: int) -> str:
+    return "once" if count == 1 else f"{count} times"
+
+
 class ScriptAnswerer:
     """One scenario's script being answered: what comes next, what was asked, and what went wrong."""
 
@@ -144,6 +196,8 @@ class ScriptAnswerer:
         """Each request answered from the script (by its number) with the reply it got."""
         self._erred: _ErrorServed | None = None
         """The last request answered with a scripted error that says how many retries it expects."""
+        self._dropping: _Dropping | None = None
+        """The request whose reply meets its fault `drops` times first, while it does."""
 
     @property
     def consumed(self) -> bool:
@@ -169,6 +223,8 @@ class ScriptAnswerer:
             problems.append(Problem(ProblemKind.unused, None, message))
         if self._erred is not None and self._erred.left > 0:
             problems.append(self._erred.too_few())
+        if self._dropping is not None:
+            problems.append(self._dropping.gave_up(None))
         return problems
 
     async def answer(self, request: Received) -> Answer:
@@ -176,7 +232,13 @@ class ScriptAnswerer:
         if self.ends and self.finished:
             return self._after_the_end(request)
         number = request.number
-        if (retried := self._retried(self._is_retry(request), number)) is not None:
+        dropping = self._dropping
+        if dropping is not None and not dropping.retried_by(request):  # the client gave up
+            self._dropping = None
+            gave_up = dropping.gave_up(number)
+            self.problems.append(gave_up)
+            return gave_up
+        if dropping is None and (retried := self._retried(self._is_retry(request), number)) is not None:
             return retried
         asked = request.parsed
         if isinstance(asked, Refusal):
@@ -193,6 +255,9 @@ class ScriptAnswerer:
             return exhausted
         index = self.answered % len(self.steps)
         spec, reply = self.steps[index]
+        whole = spec.drops is not None
+        if spec.drops is not None and (dropped := self._drop(request, asked, index)) is not None:
+            return dropped
         self.requests.append(asked.decoded)
         self.served.append((number, spec))
         self.answered += 1
@@ -202,9 +267,30 @@ class ScriptAnswerer:
             self._erred = _ErrorServed(request.body, number, index, scripted.retries, scripted.retries)
         said = f"reply {index + 1} of {len(self.steps)}: {summary(spec)}"
         answer, problems = scripted_answer(
-            spec, reply, asked, index=index, latency=self.scenario.latency, said=said
+            spec, reply, asked, index=index, latency=self.scenario.latency, said=said, faulted=not whole
         )
         self.problems += problems
+        return answer
+
+    def _drop(self, request: Received, asked: Asked, index: int) -> Answer | None:
+        """The faulted answer to an attempt at a request whose reply meets its fault `drops` times first;
+        None once they were all made (the reply is then sent whole)."""
+        spec, reply = self.steps[index]
+        drops = spec.drops or 0
+        dropping = self._dropping
+        if dropping is None:
+            dropping = self._dropping = _Dropping(request.body, request.number, index, drops)
+        if dropping.made >= drops:
+            self._dropping = None
+            return None
+        dropping.made += 1
+        said = f"reply {index + 1} of {len(self.steps)}: attempt {dropping.made} of {drops + 1}"
+        answer, problems = scripted_answer(
+            spec, reply, asked, index=index, latency=self.scenario.latency, said=said, judged=False
+        )
+        if problems:  # the request is not the one expected: no attempt of it is worth retrying
+            self._dropping = None
+            self.problems += problems
         return answer
 
     def _is_retry(self, request: Received) -> bool:
@@ -276,9 +362,11 @@ def scenario_host(
     store_limit: int = STORE_LIMIT_BYTES,
     on_finished: Callable[[], Any] | None = None,
     on_answered: Callable[[Answered], None] | None = None,
+    rate_limit: RateLimit | None = None,
 ) -> Host[ScriptAnswerer]:
     """`scenario`'s script served (see `ScriptAnswerer` and `Host`); with `on_finished`, called once after
-    the answer that finishes the scenario, every request after it is answered `sim_scenario_finished`."""
+    the answer that finishes the scenario, every request after it is answered `sim_scenario_finished`.
+    `rate_limit` (else the scenario's `rate_limit:`) is simulated as `Host` says."""
     answerer = ScriptAnswerer(
         scenario, cycle=cycle, keep_requests=keep_requests, ends=on_finished is not None
     )
@@ -288,4 +376,5 @@ def scenario_host(
         store_limit=store_limit,
         on_finished=on_finished,
         on_answered=on_answered,
+        rate_limit=rate_limit if rate_limit is not None else scenario.rate_limits,
     )

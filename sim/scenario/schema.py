@@ -15,6 +15,7 @@ from sim.core.model import FinishReason, OutputFormat
 from sim.core.outcome import Outcome
 from sim.core.scripted import ScriptedCommand
 from sim.core.tools import CODE_IFF_ERROR, TOOL_NAME
+from sim.host.rate_limit import RateLimit, RateLimitError
 from sim.scenario.yaml_source import DataPath
 from sim.wire.hosted import scripted_annotation, scripted_hosted
 
@@ -164,13 +165,50 @@ class ScriptedReplySpec(_Strict):
     expect_request: RequestExpectation | None = Field(
         None, description="Checks on the request the loop sent for this reply."
     )
+    fault: Literal["drop", "reset", "stall"] | None = Field(
+        None,
+        description="A network fault on the way (`cut_after_chunks` alone is a `drop`): the connection"
+        " closed, reset, or silent for `stall_seconds` (past the client's timeout). The SDK meets it as the"
+        " live API's dropped connection: it retries, then raises `APIConnectionError` (`APITimeoutError`).",
+    )
+    fault_at: Literal["before_headers", "mid_body"] | None = Field(
+        None,
+        description="Where the fault strikes: `before_headers` (the default), or `mid_body`: halfway through"
+        " a body that is not streamed (its whole Content-Length announced), a stream after `cut_after_chunks`"
+        " events (half of them when left out). `cut_after_chunks` says `mid_body`.",
+    )
+    drops: int | None = Field(
+        None,
+        ge=1,
+        le=100,
+        description="How many attempts at this request meet the fault before the reply is sent whole: each"
+        " retry (the same body, `x-stainless-retry-count` counting) takes the next attempt. Left out, the"
+        " fault is this reply's answer, and a retry takes the next reply.",
+    )
+    stall_seconds: float | None = Field(
+        None, gt=0, le=MAX_LATENCY, allow_inf_nan=False,
+        description="How long a `stall` lasts (600, the SDK's default timeout, when left out).",
+    )  # fmt: skip
+
+    @model_validator(mode="after")
+    def _fault_fits(self) -> ScriptedReplySpec:
+        faulted = self.fault is not None or self.cut_after_chunks is not None
+        if not faulted and (self.fault_at or self.drops is not None or self.stall_seconds is not None):
+            raise ValueError("`fault_at`, `drops` and `stall_seconds` need a `fault` (drop, reset or stall)")
+        if self.cut_after_chunks is not None and self.fault_at == "before_headers":
+            raise ValueError("`cut_after_chunks` drops the connection mid-body, not `before_headers`")
+        if self.stall_seconds is not None and self.fault != "stall":
+            raise ValueError("`stall_seconds` is how long a `fault: stall` lasts")
+        if faulted and self.malformed:
+            raise ValueError("a reply that meets a `fault` cannot also be `malformed`")
+        return self
 
     @model_validator(mode="after")
     def _error_stands_alone(self) -> ScriptedReplySpec:
         if self.error is not None and (self.content is not None or self.tool_calls or self.finish_reason):
             raise ValueError("a reply with `error` cannot also have content, tool_calls or finish_reason")
-        if self.error is not None and (self.malformed or self.cut_after_chunks is not None):
-            raise ValueError("a reply with `error` cannot also be malformed or cut")
+        if self.error is not None and self.malformed:
+            raise ValueError("a reply with `error` cannot also be malformed")
         if self.refusal is not None and (
             self.content is not None or self.tool_calls or self.error is not None
         ):
@@ -363,6 +401,27 @@ class Scenario(_Strict):
     latency: Latency = Field(default_factory=Latency, description="The simulator's latency for every reply.")
     replies: list[ScriptedReplySpec] = Field(min_length=1, description="One entry per model request.")
     expect: Expectation = Field(default_factory=Expectation, description="What must come out.")
+    rate_limit: str | None = Field(
+        None,
+        description="The API's rate limits simulated, as `sim serve --rate-limit` takes them:"
+        " `requests=N/min,tokens=N/min` (either or both). Every answer carries the x-ratelimit-* headers;"
+        " a request past the budget is answered 429 `rate_limit_exceeded` without taking a reply.",
+    )
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _rate_limit_read(cls, said: str | None) -> str | None:
+        if said is not None:
+            try:
+                RateLimit.parse(said)
+            except RateLimitError as error:
+                raise ValueError(str(error)) from None
+        return said
+
+    @property
+    def rate_limits(self) -> RateLimit | None:
+        """The rate limits the scenario asks to be simulated (None: none)."""
+        return None if self.rate_limit is None else RateLimit.parse(self.rate_limit)
 
     @field_validator("approvals", mode="before")
     @classmethod
