@@ -243,3 +243,54 @@ def test_each_tolerated_difference_is_shown_by_its_recording() -> None:
             )
             shown += [d for value in values for d in differences(rule.schema, value) if d.tolerated() == rule]
         assert shown, rule
+
+
+def test_every_conversations_body_conforms(tmp_path: Path) -> None:
+    """Each body the Conversations API's endpoints answer, a response in a conversation (JSON and every
+    event of its stream) and their refusals, judged by the spec's own schemas."""
+    script = f"prompt: p\ntools: [{{name: lookup}}]\n{SCRIPTS['parallel calls']}\n"
+    sim = simulator(tmp_path, script, cycle=True)
+    judged: list[tuple[str, Any]] = []
+
+    def ok(schema: str, response: httpx2.Response) -> Any:
+        assert response.status_code == 200, response.text
+        judged.append((schema, response.json()))
+        return response.json()
+
+    async def drive() -> None:
+        answering = httpx2.ASGITransport(app=sim.app)
+        async with httpx2.AsyncClient(transport=answering, base_url="http://sim.test/v1") as http:
+            items = [{"role": "developer", "content": "Be brief."}, {"type": "message", "role": "assistant",
+                     "content": [{"type": "output_text", "text": "Hi."}]}]  # fmt: skip
+            made = ok("ConversationResource", await http.post("/conversations", json={"items": items,
+                      "metadata": {"k": "v"}}))  # fmt: skip
+            root = f"/conversations/{made['id']}"
+            ok("ConversationResource", await http.get(root))
+            ok("ConversationResource", await http.post(root, json={"metadata": {}}))
+            asked: Any = RESPONSES["body"]
+            body = {**asked, "conversation": made["id"]}
+            calls = ok("Response", await http.post("/responses", json=body))["output"]
+            answers = [{"type": "function_call_output", "call_id": c["call_id"], "output": "x"}
+                       for c in calls]  # fmt: skip
+            streamed = await http.post("/responses", json={**body, "stream": True, "input": answers})
+            assert streamed.status_code == 200 and events(streamed), streamed.text
+            judged.extend(("ResponseStreamEvent", event) for event in events(streamed))
+            added = {"items": [{"type": "function_call_output", "call_id": "call_2", "output": "y"}]}
+            ok("ConversationItemList", await http.post(f"{root}/items", json=added))
+            listed = ok("ConversationItemList", await http.get(f"{root}/items", params={"limit": 100}))
+            judged.extend(("ConversationItem", item) for item in listed["data"])
+            kinds = {item["type"] for item in listed["data"]}
+            assert kinds >= {"message", "function_call", "function_call_output"}
+            one = listed["data"][0]["id"]
+            ok("ConversationItem", await http.get(f"{root}/items/{one}"))
+            ok("ConversationResource", await http.delete(f"{root}/items/{one}"))
+            ok("DeletedConversationResource", await http.delete(root))
+            too_many = {"items": [{"role": "user", "content": "x"}] * 21}
+            for refused in (await http.get(root), await http.post("/conversations", json=too_many),
+                            await http.post("/responses", json=body)):  # fmt: skip
+                assert refused.status_code in (400, 404)
+                judged.append(("ErrorResponse", refused.json()))
+
+    asyncio.run(drive())
+    for schema, value in judged:
+        assert untolerated(schema, value) == [], (schema, value)
