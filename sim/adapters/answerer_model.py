@@ -5,8 +5,9 @@ Each request is what `OpenAIChatModel` would send without streaming, as the Chat
 writes it and the host's parser reads it (a dict, never serialized; the parser reads only what each request
 adds to the one before, and takes the messages this client wrote as it would read them back); the answer
 comes back as that adapter would raise or return it: a model reply as the same wire module reads it, an error
-mapped by `sim.adapters.api_errors` as the SDK adapters map theirs, a malformed or cut body as the reply
-error the adapter raises for a body that is not JSON. So the answerer (a scenario's `ScriptAnswerer`)
+mapped by `sim.adapters.api_errors` as the SDK adapters map theirs, a malformed body as the reply
+error the adapter raises for a body that is not JSON, a dropped connection (a cut reply) as the connection
+error the adapter raises when the SDK does not retry. So the answerer (a scenario's `ScriptAnswerer`)
 judges the same requests, and the loop sees the same replies and errors, as over the real SDK and host.
 An answer's pacing (a scenario's latency) is the host's to keep: asked directly, every answer comes at once.
 """
@@ -17,11 +18,14 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from sim.adapters.api_errors import reply_not_json, status_error
+from starlette.responses import JSONResponse
+
+from sim.adapters.api_errors import connection_error, reply_not_json, status_error
 from sim.core.messages import ChatMessage, HistoryView, RequestPairing
 from sim.core.model import ModelReply, ModelRequest, ToolSpec
 from sim.host.answers import Answer, Answerer, ApiError, Problem, RawReply, Received, Refusal
-from sim.host.app import refusal
+from sim.host.app import api_error, refusal
+from sim.host.faults import Fault, FaultKind, Where, network_error
 from sim.wire.chat.client import message_to_wire, request_fields, tool_to_wire
 from sim.wire.chat.growing import GrowingConversation, reply_as_read
 from sim.wire.chat.protocol import ChatProtocol
@@ -93,11 +97,21 @@ class AnswererModel:
                 "an HTTP reply sent as it is needs the host: play it over the SDK and `transport`"
             )
         if isinstance(answer, ApiError):
+            if answer.fault is not None and answer.fault.kind is not FaultKind.stall:
+                error = answer
+                body = api_error(
+                    error.status, error.message, error_type=error.type, code=error.code, param=error.param
+                ).body
+                raise _dropped(answer.fault, body)
             raise _error(answer)
         asked = request.parsed
         if isinstance(asked, Refusal):
             raise _error(asked.error)
-        if answer.malformed or answer.cut_after_chunks is not None:  # not streamed: a body cut in half
+        fault = answer.faults
+        if fault is not None and fault.kind is not FaultKind.stall:  # a stall: pacing, the host's to keep
+            wire = self._protocol.reply(answer.reply, asked, refusal=answer.refusal)
+            raise _dropped(fault, JSONResponse(wire).body)
+        if answer.malformed:
             raise reply_not_json()
         return reply_as_read(answer.reply, asked)
 
@@ -109,6 +123,13 @@ def _parse(
     request being answered, or the refusal."""
     read = reader.parse(body, request.number, written)
     return refusal(read, request.number) if isinstance(read, Refused) else read
+
+
+def _dropped(fault: Fault, body: bytes | memoryview) -> Exception:
+    """What the SDK adapter raises for `fault` on a body that is not streamed (`body`, as the host writes it)
+    when it does not retry: the connection error, worded as httpx words it."""
+    started = fault.where is Where.mid_body
+    return connection_error(network_error(fault, started=started, sent=len(body) // 2, announced=len(body)))
 
 
 def _error(error: ApiError) -> Exception:

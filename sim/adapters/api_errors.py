@@ -1,7 +1,8 @@
 """What a model endpoint's failures become for the loop, in one place for every client: an API error (its
-status, message, type, code and retry-after headers) as `ModelAPIError`, and a reply that cannot be read
-as the `ModelReplyError` a client raises for it. The SDK adapters and the in-process `AnswererModel` both
-map through here, so that a scripted failure reaches the loop as the same error whichever way it came."""
+status, message, type, code and retry-after headers) as `ModelAPIError`, a reply that cannot be read as
+the `ModelReplyError` a client raises for it, and a dropped connection as `ModelConnectionError`. The SDK
+adapters and the in-process `AnswererModel` both map through here, so that a scripted failure reaches the
+loop as the same error whichever way it came."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import email.utils
 import time
 from collections.abc import Mapping
 
-from sim.core.errors import ModelAPIError, ModelReplyError
+from sim.core.errors import ModelAPIError, ModelConnectionError, ModelReplyError
 from sim.wire.replies import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON
 
 
@@ -43,6 +44,20 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
     except ValueError:
         when = email.utils.parsedate_tz(value)
         return None if when is None else max(0.0, email.utils.mktime_tz(when) - time.time())
+
+
+def connection_error(cause: BaseException) -> ModelConnectionError:
+    """A connection that failed before a reply came (`cause`: what the HTTP library raised)."""
+    return ModelConnectionError(f"Could not reach the model endpoint: {_worded(cause)}")
+
+
+def stream_broken(cause: BaseException) -> ModelConnectionError:
+    """A stream whose connection broke while it was read (`cause`: what the HTTP library raised)."""
+    return ModelConnectionError(f"The model endpoint's stream broke off: {_worded(cause)}")
+
+
+def _worded(cause: BaseException) -> str:
+    return str(cause) or type(cause).__name__  # httpx leaves a reset or a read timeout without words
 
 
 def reply_not_json() -> ModelReplyError:

@@ -14,8 +14,14 @@ import httpx2
 import openai
 from openai import AsyncOpenAI, AsyncStream
 
-from sim.adapters.api_errors import reply_not_json, status_error, stream_chunk_not_json
-from sim.core.errors import ModelAPIError, ModelConnectionError, ModelTimeoutError
+from sim.adapters.api_errors import (
+    connection_error,
+    reply_not_json,
+    status_error,
+    stream_broken,
+    stream_chunk_not_json,
+)
+from sim.core.errors import ModelAPIError, ModelTimeoutError
 
 _JSON_HEADERS = {"Content-Type": "application/json"}
 
@@ -71,8 +77,11 @@ class _typed_errors:
         if isinstance(error, openai.APITimeoutError):
             raise ModelTimeoutError("The model endpoint did not answer in time") from None
         if isinstance(error, openai.APIConnectionError):
-            cause = error.__cause__ or error
-            raise ModelConnectionError(f"Could not reach the model endpoint: {cause}") from None
+            raise connection_error(error.__cause__ or error) from None
+        if isinstance(error, httpx2.TimeoutException):  # a stream stalled while it was read
+            raise ModelTimeoutError("The model endpoint did not answer in time") from None
+        if isinstance(error, httpx2.TransportError):  # a stream dropped while read: the SDK raises it as is
+            raise stream_broken(error) from None
         if isinstance(error, openai.APIError):
             raise ModelAPIError(f"Model API error: {_error_message(error.body, error.message)}") from None
 

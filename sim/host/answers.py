@@ -18,9 +18,10 @@ The interface, whole:
   - `ModelAnswer`: a model reply the host writes in the API's shape through its wire module, as JSON or as
     the stream's events (as the request asks): `reply` (a `ModelReply`), `refusal` (its text sent as the
     API sends a refusal), `cut_after_chunks` (a stream cut after N events; a JSON body cut in half),
-    `malformed` (a body that is not JSON, a stream whose first event is cut), `pacing`.
+    `malformed` (a body that is not JSON, a stream whose first event is cut), `pacing`, `fault` (a network
+    fault on the way: `sim.host.faults`).
   - `ApiError`: an error in the API's shape: `status`, `message`, `type`, `code`, `param`, `headers`,
-    `in_stream` (to a request that streams: the stream starts, then fails with it), `pacing`.
+    `in_stream` (to a request that streams: the stream starts, then fails with it), `pacing`, `fault`.
   - `RawReply`: an HTTP reply sent as it is (recordings, upstreams): `status`, `headers`, `body` (bytes, or an
     async iterator of chunks relayed as they come).
   - `Problem` (from `sim.core.problems`): what went wrong, sent as the HTTP error it says.
@@ -45,6 +46,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Protocol
 
 from sim.core.problems import Problem, ProblemKind
+from sim.host.faults import Fault
 from sim.wire.error_types import error_type
 
 if TYPE_CHECKING:
@@ -94,6 +96,8 @@ class ApiError:
     pacing: Pacing = NO_PACING
     said: str | None = None
     """What the access log says was served (None: `code: message`)."""
+    fault: Fault | None = None
+    """A network fault the error meets on its way (`sim.host.faults`): dropped, reset or stalled."""
 
     def __post_init__(self) -> None:
         if self.type is None:
@@ -119,12 +123,22 @@ class ModelAnswer:
     refusal: bool = False
     """Its text sent as the API sends a refusal."""
     cut_after_chunks: int | None = None
-    """A stream ends after this many events (a JSON body is cut in half)."""
+    """The connection drops after this many events of a stream, or halfway through a JSON body (its whole
+    `Content-Length` announced): `Fault.cut(cut_after_chunks)`."""
     malformed: bool = False
     """Instead of the reply: a body that is not JSON, or a stream whose first event is cut."""
     pacing: Pacing = NO_PACING
     said: str | None = None
     """What the access log says was served (`reply 2 of 3: calls shell`)."""
+    fault: Fault | None = None
+    """A network fault the reply meets on its way (`sim.host.faults`): dropped, reset or stalled."""
+
+    @property
+    def faults(self) -> Fault | None:
+        """The fault the reply meets: its `fault`, or the drop its `cut_after_chunks` says."""
+        if self.fault is not None or self.cut_after_chunks is None:
+            return self.fault
+        return Fault.cut(self.cut_after_chunks)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import uvicorn
+from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -42,6 +43,33 @@ class ConnectionAborted(Exception):
     """Raised by an app into the server to abort the client's connection on purpose: not logged."""
 
 
+CONNECTION = "sim.connection"
+"""The key of a request's scope that holds its connection (an `asyncio.Transport`) on sim's servers: what an
+answer that drops or resets the connection on purpose acts on (`sim.host.faults`)."""
+
+
+def _with_connection(base: type[asyncio.Protocol]) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol `base`, putting each request's connection in its scope (`CONNECTION`): an ASGI
+    app cannot otherwise drop a connection before its headers (uvicorn answers 500)."""
+
+    class ConnectionInScope(base):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            app: Any = self.app  # type: ignore[has-type]  # set by uvicorn's protocol
+
+            async def with_connection(scope: Any, receive: Any, send: Any) -> None:
+                scope[CONNECTION] = self.transport
+                await app(scope, receive, send)
+
+            self.app = with_connection
+
+    return ConnectionInScope
+
+
+HTTP_PROTOCOL = _with_connection(AutoHTTPProtocol)
+"""The HTTP protocol sim's servers speak: uvicorn's own, with each request's connection in its scope."""
+
+
 class _QuietAborts(logging.Filter):
     """What a stop or an intended abort leaves in uvicorn's log is not an error to show: the tasks it
     cancels after `SHUTDOWN_SECONDS`, and `ConnectionAborted`."""
@@ -68,7 +96,7 @@ class AppServer:
         self.sock = sock
         config = uvicorn.Config(
             app=app, log_level="warning", access_log=False, lifespan="off",
-            timeout_graceful_shutdown=SHUTDOWN_SECONDS,
+            timeout_graceful_shutdown=SHUTDOWN_SECONDS, http=HTTP_PROTOCOL,
         )  # fmt: skip
         self.server = uvicorn.Server(config)
         self.terminated = False
@@ -146,7 +174,9 @@ class SteppedServer:
 
     def __init__(self, app: Any, sock: socket.socket) -> None:
         self.loop = asyncio.new_event_loop()
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+        config = uvicorn.Config(
+            app, log_level="warning", access_log=False, lifespan="off", http=HTTP_PROTOCOL
+        )
         config.load()
         self.server = uvicorn.Server(config)
         self.server.lifespan = config.lifespan_class(config)

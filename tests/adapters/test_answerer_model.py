@@ -4,12 +4,13 @@ host hands it: the same replies, and the same typed errors (mapped once, by `sim
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 import yaml
 
 from sim.adapters.answerer_model import AnswererModel
-from sim.core.errors import MessageContractError, ModelAPIError, ModelReplyError
+from sim.core.errors import MessageContractError, ModelAPIError, ModelConnectionError, ModelReplyError
 from sim.core.messages import AssistantMessage, SystemMessage, ToolCall, UserMessage
 from sim.core.model import ModelReply, ModelRequest, ToolSpec
 from sim.host.answers import RawReply, Received
@@ -54,6 +55,9 @@ SCRIPTS = {
     ),
     "malformed": "  - {content: x, malformed: true}\n",
     "cut": "  - {content: x, cut_after_chunks: 1}\n",
+    "drop before the headers": "  - {content: x, fault: drop}\n",
+    "reset mid-body": "  - {content: x, fault: reset, fault_at: mid_body}\n",
+    "error dropped mid-body": "  - error: {status: 500, message: Fell over}\n    cut_after_chunks: 1\n",
     "expectation failed": "  - content: x\n    expect_request: {message_count: 5}\n",
 }
 
@@ -77,10 +81,20 @@ def test_an_error_carries_its_status_type_code_and_wait() -> None:
     )
 
 
-@pytest.mark.parametrize("name", ["malformed", "cut"])
+@pytest.mark.parametrize("name", ["malformed"])
 def test_a_body_that_is_not_json_is_the_reply_error_the_adapter_raises(name: str) -> None:
     (kind, message, *_) = answered(scenario(SCRIPTS[name]), "direct")
     assert (kind, message) == (ModelReplyError, "Reply body is not JSON")
+
+
+def test_a_cut_reply_is_the_dropped_connection_the_adapter_raises_without_retries() -> None:
+    (kind, message, *_) = answered(scenario(SCRIPTS["cut"]), "direct")
+    assert kind is ModelConnectionError
+    assert re.fullmatch(
+        r"Could not reach the model endpoint: peer closed connection without sending complete message body"
+        r" \(received \d+ bytes, expected \d+\)",
+        message,
+    )
 
 
 def test_a_request_past_the_script_is_the_answerers_problem_as_an_error() -> None:

@@ -16,8 +16,9 @@ from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from sim import ModelAPIError, ModelRequest, SystemMessage, UserMessage
 from sim.adapters.openai_chat import OpenAIChatModel
-from sim.core.errors import ModelReplyError
+from sim.core.errors import ModelConnectionError, ModelReplyError
 from sim.core.problems import ProblemKind
+from sim.host.transport import transport
 from sim.wire.replies import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON, STREAM_ENDED_EARLY
 from tests.host.in_process import bundled, messages, post, simulator, talk
 
@@ -39,6 +40,27 @@ OTHER_TOOLS = [{"type": "function", "function": {"name": "search", "parameters":
 
 def events(response: httpx2.Response) -> list[str]:
     return [line[6:] for line in response.text.split("\n") if line.startswith("data: ")]
+
+
+def read_until_broken(sim: Any, body: dict[str, Any]) -> tuple[bytes, Exception | None]:
+    """`body` posted through the in-process transport and its stream read: what came before the connection
+    broke, and what broke it."""
+
+    async def run() -> tuple[bytes, Exception | None]:
+        client = httpx2.AsyncClient(transport=transport(sim), base_url="http://sim.test")
+        request = client.build_request("POST", "/v1/chat/completions", json=body)
+        parts: list[bytes] = []
+        response = await client.send(request, stream=True)
+        try:
+            async for part in response.aiter_raw():
+                parts.append(part)
+        except httpx2.TransportError as error:
+            return b"".join(parts), error
+        finally:
+            await response.aclose()
+        return b"".join(parts), None
+
+    return asyncio.run(run())
 
 
 FIRST = {"model": "sim-model", "messages": [SYSTEM, USER], "tools": TOOLS}
@@ -155,11 +177,13 @@ class TestScriptedFaults:
             json.loads(events(response)[0] if stream else response.text)
 
     def test_cut_stream_stops_before_the_finish(self, tmp_path: Path) -> None:
-        sim = simulator(
-            tmp_path, "prompt: p\nreplies: [{content: hello there friend, cut_after_chunks: 2}]\n"
-        )
-        (response,) = post(sim, {"messages": [{"role": "user", "content": "p"}], "stream": True})
-        data = events(response)
+        script = "prompt: p\nreplies: [{content: hello there friend, cut_after_chunks: 2}]\n"
+        body = {"messages": [{"role": "user", "content": "p"}], "stream": True}
+        with pytest.raises(httpx2.RemoteProtocolError, match="incomplete chunked read"):  # as live: dropped
+            post(simulator(tmp_path, script), body)
+        read, broken = read_until_broken(simulator(tmp_path, script), body)
+        assert isinstance(broken, httpx2.RemoteProtocolError)
+        data = [line[6:] for line in read.decode().split("\n") if line.startswith("data: ")]
         assert len(data) == 2
         assert "[DONE]" not in data
         assert all(json.loads(d)["choices"][0]["finish_reason"] is None for d in data)
@@ -311,7 +335,13 @@ class TestThroughTheAdapter:
             ),
             ("{malformed: true}", False, ModelReplyError, REPLY_NOT_JSON),
             ("{malformed: true}", True, ModelReplyError, STREAM_CHUNK_NOT_JSON),
-            ("{content: partial answer, cut_after_chunks: 2}", True, ModelReplyError, STREAM_ENDED_EARLY),
+            (
+                "{content: partial answer, cut_after_chunks: 2}",
+                True,
+                ModelConnectionError,  # as live: the connection dropped (buffered by the ASGI transport)
+                "Could not reach the model endpoint: peer closed connection without sending complete message"
+                " body (incomplete chunked read)",
+            ),
         ],
         ids=["500", "401 streamed", "malformed", "malformed streamed", "cut stream"],
     )
@@ -335,10 +365,10 @@ class TestThroughTheAdapter:
 
 def test_cut_reply_that_is_not_streamed_is_a_body_cut_short(tmp_path: Path) -> None:
     sim = simulator(tmp_path, "prompt: p\nreplies: [{content: hello, cut_after_chunks: 2}]\n")
-    (response,) = post(sim, {"messages": [{"role": "user", "content": "p"}]})
-    assert response.text.startswith('{"id": "chatcmpl-sim')
-    with pytest.raises(ValueError, match=r"."):
-        response.json()
+    read, broken = read_until_broken(sim, {"messages": [{"role": "user", "content": "p"}]})
+    assert read.startswith(b'{"id":"chatcmpl-sim')  # half the body, its whole length announced, then dropped
+    assert isinstance(broken, httpx2.RemoteProtocolError)
+    assert "peer closed connection without sending complete message body (received" in str(broken)
 
 
 class TestHonesty:
