@@ -372,6 +372,10 @@ def test_items_of_the_wrong_shape_and_too_many_are_refused(tmp_path: Path) -> No
         with pytest.raises(openai.BadRequestError):
             await sdk.responses.create(model="m", conversation=made.id, input=duplicate)
         assert len((await sdk.conversations.items.list(made.id)).data) == 1  # nothing refused was added
+        first = await sdk.responses.create(model="m", conversation=made.id, input="Hello")
+        referenced: Any = [{"type": "item_reference", "id": first.output[0].id}]
+        with pytest.raises(openai.BadRequestError):
+            await sdk.responses.create(model="m", conversation=made.id, input=referenced)
 
     asyncio.run(run())
 

@@ -111,8 +111,9 @@ class ConversationStore:
     def _added(self, conversation: Conversation, items: list[dict[str, Any]]) -> None:
         added = 0
         for item in items:
+            replaced = conversation.items.get(item["id"])
             conversation.items[item["id"]] = item
-            added += _weight(item)
+            added += _weight(item) - (0 if replaced is None else _weight(replaced))
         conversation.size += added
         if conversation.id in self._kept:
             self.bytes += added
@@ -297,11 +298,7 @@ class Conversations:
             raise RefusedError(not_found(conversation_id))
         sent = body.get("input")
         for item in sent if isinstance(sent, list) else ():
-            if (
-                isinstance(item, dict)
-                and item.get("type") != "item_reference"
-                and item.get("id") in found.items
-            ):
+            if isinstance(item, dict) and item.get("id") in found.items:  # an `item_reference` to one too
                 raise RefusedError(_duplicate(str(item["id"])))
         if found.messages is None:
             found.messages = SharedPrefix(messages_from_items(list(found.items.values()), self._referenced))
