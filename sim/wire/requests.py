@@ -61,6 +61,10 @@ class Asked:
     number: int
     terms: ReplyTerms
     """What the API guarantees the reply (`tool_choice`, `parallel_tool_calls`, strict functions)."""
+    deferred: bool = False
+    """Run in the background (answered at once, the reply kept to be polled): its latency is not waited."""
+    latency: float = 0.0
+    """How long a deferred reply takes to be ready (its scripted latency), seconds."""
 
     @property
     def model(self) -> str:

@@ -1,9 +1,10 @@
 """The responses a Responses API endpoint keeps for `previous_response_id` chains: each as a view of a list
 of messages shared along its chain (a chain of 6,000 requests holds one list, each message once, and
-continuing a response costs what the request adds, not the conversation again), forgotten least recently
-used first past a limit in bytes of memory. A list's messages count once, and are let go with its last kept
-view: a conversation that outgrows the limit is forgotten whole, its newest response too, and cannot be
-continued, as for any response the API does not have."""
+continuing a response costs what the request adds, not the conversation again), with what the lifecycle
+endpoints answer from kept beside each (`keep`: its body as sent, its request), forgotten least recently
+used first past a limit in bytes of memory that counts both. A list's messages count once, and are let go
+with its last kept view: a conversation that outgrows the limit is forgotten whole, its newest response
+too, and cannot be continued, as for any response the API does not have."""
 
 from __future__ import annotations
 
@@ -70,6 +71,8 @@ class ResponseStore:
         self.bytes = 0
         self._kept: OrderedDict[str, SharedPrefix] = OrderedDict()
         self._lists: dict[int, _Shared] = {}
+        self._records: dict[str, tuple[object, int]] = {}
+        """What is kept beside each response (`keep`), and what it weighs."""
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -112,11 +115,38 @@ class ResponseStore:
         while self.bytes > self.limit_bytes:
             self._forget(next(iter(self._kept)))
 
+    def keep(self, response_id: str, record: object, size: int) -> None:
+        """Keep `record` beside the kept response `response_id` (nothing when it is not kept), weighing `size`
+        bytes, and forget the least recently used responses until all that is kept fits the limit."""
+        if response_id not in self._kept:
+            return
+        _, was = self._records.pop(response_id, (None, 0))
+        self._records[response_id] = (record, size)
+        self.bytes += size - was
+        while self.bytes > self.limit_bytes and self._kept:
+            self._forget(next(iter(self._kept)))
+
+    def record(self, response_id: str) -> object | None:
+        """What `keep` kept beside `response_id` (None when nothing is); asking counts as a use."""
+        kept = self._records.get(response_id)
+        if kept is None:
+            return None
+        self._kept.move_to_end(response_id)
+        return kept[0]
+
+    def forget(self, response_id: str) -> bool:
+        """Forget `response_id` and what is kept beside it (a deleted response); whether it was kept."""
+        kept = response_id in self._kept
+        self._forget(response_id)
+        return kept
+
     def _forget(self, response_id: str) -> None:
         """Forget `response_id` (if kept), and its list's messages with the last response that sees them."""
         dropped = self._kept.pop(response_id, None)
         if dropped is None:
             return
+        _, size = self._records.pop(response_id, (None, 0))
+        self.bytes -= size
         left = self._lists[id(dropped.shared)]
         left.views.discard(response_id)
         if not left.views:

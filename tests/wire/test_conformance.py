@@ -20,9 +20,10 @@ from sim.adapters.openai_responses import OpenAIResponsesModel
 from sim.cassette.reader import read_cassette
 from sim.core.messages import AssistantMessage, SystemMessage, ToolCall, ToolMessage, UserMessage
 from sim.core.model import ModelRequest, ToolSpec
+from sim.host.transport import transport
 from tests.corpus import CORPUS, needs_corpus
 from tests.host.in_process import post, simulator
-from tests.spec import TOLERATED, differences, untolerated
+from tests.spec import TOLERATED, differences, schema_of, untolerated
 
 SCRIPTS = {
     "text": "replies: [{content: The command printed 42.}]",
@@ -98,6 +99,43 @@ def test_what_the_simulator_serves_conforms(tmp_path: Path, kind: str, api: str,
         # a Chat stream fails with an `error` frame, which the SDK's stream reader raises as an APIError
         schema = "ErrorResponse" if api == "chat" and "error" in event else shape["event"]
         assert untolerated(schema, event) == [], event
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+@pytest.mark.parametrize("kind", ["text and calls", "reasoning", "refusal"])
+def test_obfuscation_is_where_the_spec_puts_it(tmp_path: Path, kind: str, api: str) -> None:
+    """The spec's stream options say what `obfuscation` is: "random characters ... on streaming delta
+    events", on by default, off with `include_obfuscation: false` (a boolean). Its event schemas leave the
+    field out and allow it (no `additionalProperties: false`): each event still conforms, and carries it
+    where the options say (every Chat chunk, each Responses `.delta` event), as a string."""
+    shape = APIS[api]
+    options = schema_of("ChatCompletionStreamOptions" if api == "chat" else "ResponseStreamOptions")
+    said = options["anyOf"][0]["properties"]["include_obfuscation"]
+    assert said["type"] == "boolean"
+    assert "`obfuscation` field on streaming delta events" in said["description"]
+    for include in (None, True, False):
+        body = {**shape["body"], "stream": True}
+        if include is not None:
+            body["stream_options"] = {"include_obfuscation": include}
+        sent = events(served(SCRIPTS[kind], shape["path"], body, tmp_path))
+        deltas = [e for e in sent if api == "chat" or str(e.get("type")).endswith(".delta")]
+        assert deltas
+        for event in sent:
+            assert untolerated(shape["event"], event) == [], event
+            padded = event in deltas and include is not False
+            assert ("obfuscation" in event) is padded, event
+            assert not padded or (isinstance(event["obfuscation"], str) and event["obfuscation"])
+
+
+def test_reasoning_tokens_are_where_the_spec_puts_them(tmp_path: Path) -> None:
+    """A reply that reasons counts its reasoning in the usage details both schemas give it."""
+    for api, shape in APIS.items():
+        response = served(SCRIPTS["reasoning"], shape["path"], shape["body"], tmp_path).json()
+        assert untolerated(shape["json"], response) == []
+        usage = response["usage"]
+        details = usage["completion_tokens_details" if api == "chat" else "output_tokens_details"]
+        output = usage["completion_tokens" if api == "chat" else "output_tokens"]
+        assert 0 < details["reasoning_tokens"] < output
 
 
 def test_a_difference_is_reported_where_it_is(tmp_path: Path) -> None:
@@ -294,3 +332,74 @@ def test_every_conversations_body_conforms(tmp_path: Path) -> None:
     asyncio.run(drive())
     for schema, value in judged:
         assert untolerated(schema, value) == [], (schema, value)
+
+
+LIFECYCLE_INPUT = [
+    {"role": "developer", "content": "Be brief."},
+    {"role": "user", "content": [{"type": "input_text", "text": "p"}]},
+    {"type": "function_call", "call_id": "call_1", "name": "lookup", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "call_1", "output": "sunny"},
+    {"role": "assistant", "content": "It is sunny."},
+    {"role": "user", "content": "Thanks."},
+]
+
+
+PENDING_USAGE = "Response $.usage: None is not of type 'object'"
+"""The one difference a response not yet done makes: no usage yet (`usage: null`), as the spec's own example
+of a cancelled response (`POST /responses/{response_id}/cancel`) and live streams (`TOLERATED`) show it."""
+
+
+def pending_untolerated(response: dict[str, Any]) -> list[str]:
+    """`untolerated` for a response body, allowing `usage: null` while it is queued, running or cancelled."""
+    pending = response.get("status") in ("queued", "in_progress", "cancelled")
+    return [d for d in untolerated("Response", response) if not (pending and d == PENDING_USAGE)]
+
+
+def test_what_the_stored_response_endpoints_serve_conforms(tmp_path: Path) -> None:
+    """Retrieve (each status a background response passes, `include` asked), its events resumed, input
+    items, input token counts, cancel, and their refusals: each body and event as the spec has it."""
+    sim = simulator(tmp_path, f"prompt: p\ntools: [{{name: lookup}}]\n{SCRIPTS['reasoning']}\n", cycle=True)
+    body = {**RESPONSES["body"], "input": LIFECYCLE_INPUT, "include": [], "reasoning": {"summary": "auto"}}
+    background = {**body, "background": True}
+    first, queued, streamed, cancelled = post(
+        sim, body, background, {**background, "stream": True}, background, path="/v1/responses"
+    )
+    assert untolerated("Response", first.json()) == []
+    assert pending_untolerated(queued.json()) == [] and queued.json()["status"] == "queued"
+    for event in events(streamed):
+        assert untolerated("ResponseStreamEvent", event) == [], event
+    stream_id = events(streamed)[0]["response"]["id"]
+
+    async def asked() -> list[httpx2.Response]:
+        async with httpx2.AsyncClient(transport=transport(sim), base_url="http://sim.test/v1") as client:
+            include = "include[]=reasoning.encrypted_content&include[]=message.output_text.logprobs"
+            paths = [f"/responses/{queued.json()['id']}" for _ in range(2)] + [
+                f"/responses/{first.json()['id']}?{include}",
+                f"/responses/{stream_id}?stream=true&starting_after=3",
+                f"/responses/{first.json()['id']}/input_items",
+                f"/responses/{first.json()['id']}/input_items?order=asc&limit=2",
+                f"/responses/{first.json()['id']}/input_items?limit=0",
+                "/responses/resp_none",
+            ]
+            answers = [await client.get(path) for path in paths]
+            answers.append(await client.post(f"/responses/{cancelled.json()['id']}/cancel"))
+            answers.append(await client.post(f"/responses/{first.json()['id']}/cancel"))
+            answers.append(await client.post("/responses/input_tokens", json=body))
+            return answers
+
+    (in_progress, completed, included, resumed, items, page, bad_page, unknown, cancel, refused,
+     counted) = asyncio.run(asked())  # fmt: skip
+    assert [in_progress.json()["status"], completed.json()["status"]] == ["in_progress", "completed"]
+    for response in (in_progress, completed, included, cancel):
+        assert pending_untolerated(response.json()) == [], response.json()
+    assert cancel.json()["status"] == "cancelled"
+    assert included.json()["output"][0]["encrypted_content"]
+    assert events(resumed) and events(resumed)[0]["sequence_number"] == 4
+    for event in events(resumed):
+        assert untolerated("ResponseStreamEvent", event) == [], event
+    for listed in (items, page):
+        assert untolerated("ResponseItemList", listed.json()) == [], listed.json()
+    assert len(items.json()["data"]) == len(LIFECYCLE_INPUT) and page.json()["has_more"] is True
+    assert untolerated("TokenCountsResource", counted.json()) == []
+    for error in (bad_page, unknown, refused):
+        assert error.status_code in (400, 404) and untolerated("ErrorResponse", error.json()) == []

@@ -31,6 +31,7 @@ from sim.wire.hosted import (
     refused_hosted,
     refused_hosted_choice,
 )
+from sim.wire.obfuscation import padded_events, refused_option, wanted
 from sim.wire.requests import (
     CREATED,
     Asked,
@@ -61,7 +62,6 @@ from sim.wire.responses.reading import (
     tools_from_wire,
 )
 from sim.wire.responses.rendering import events_to_wire, response_to_wire, summary_asked
-from sim.wire.obfuscation import padded_events, refused_option, wanted
 from sim.wire.service_tier import asked_tier, refused_service_tier
 from sim.wire.sse import frame
 from sim.wire.text_format import refused_responses_format, responses_format, with_format
