@@ -104,7 +104,8 @@ def serve(
         int,
         typer.Option(
             "--store-limit",
-            help="MiB of conversations kept for previous_response_id (oldest forgotten).",
+            help="MiB of conversations kept for previous_response_id, and as much for the Conversations"
+            " API (oldest forgotten).",
         ),
     ] = STORE_LIMIT_BYTES // 2**20,
     quiet: Quiet = False,
