@@ -74,13 +74,14 @@ def scripted_answer(
     fault = scripted_fault(spec) if faulted else None
     if scripted is not None and scripted.in_stream and asked.body.get("stream"):
         failure = ApiError(scripted.status, scripted.message, type=scripted.type,
-                           code=scripted.code, in_stream=True, pacing=pacing, said=said,
+                           code=scripted.code, param=scripted.param, in_stream=True, pacing=pacing, said=said,
                            fault=fault)  # fmt: skip
         return failure, []
     if scripted is not None:
         retry_after = () if scripted.retry_after is None else (("retry-after", f"{scripted.retry_after:g}"),)
         error = ApiError(scripted.status, scripted.message, type=scripted.type,
-                         code=scripted.code, headers=retry_after, pacing=pacing, said=said,
+                         code=scripted.code, param=scripted.param, headers=retry_after, pacing=pacing,
+                         said=said,
                          fault=fault)  # fmt: skip
         return error, []
     refusal = spec.refusal is not None
@@ -156,8 +157,8 @@ class _Dropping:
         instead = f"; request {number} is another request" if number is not None else ""
         message = (
             f"replies[{self.index}] drops request {self.number} {_times(self.drops)} before its reply, but"
-            f" the client made {_times(self.made)} the attempt{instead} (it must retry a dropped connection:"
-            " the SDK does with `max_retries`)"
+            f" the client gave up after {self.made} attempt{'' if self.made == 1 else 's'}{instead} (a dropped"
+            " connection is retried: the SDK does with `max_retries`)"
         )
         return Problem(ProblemKind.expectation_failed, number, message, code="sim_expectation_failed")
 
