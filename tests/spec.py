@@ -107,6 +107,11 @@ def validator(schema: str) -> Draft202012Validator:
     return Draft202012Validator({"$ref": f"urn:openai#/components/schemas/{schema}"}, registry=_registry())
 
 
+def schema_of(name: str) -> Any:
+    """One of the spec's `components/schemas`, as JSON values (what its fields say, described)."""
+    return _registry().contents("urn:openai")["components"]["schemas"][name]
+
+
 def _leaves(error: ValidationError) -> Iterator[ValidationError]:
     """The most specific errors: for `anyOf`/`oneOf`, those of the branch meant (the one whose `type`
     discriminator matches, then the one with the fewest errors)."""

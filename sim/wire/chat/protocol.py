@@ -20,6 +20,7 @@ from sim.wire.chat.refusals import refused_chat_request
 from sim.wire.chat.served import AS_IS, Serving, serving
 from sim.wire.custom_tools import custom_names
 from sim.wire.logprobs import PIECE_CHARS, pieces, text_logprobs
+from sim.wire.obfuscation import padded_chunks, refused_option, wanted
 from sim.wire.requests import (
     CREATED,
     Asked,
@@ -39,23 +40,34 @@ from sim.wire.tool_choice import ReplyTerms, reply_terms
 
 
 def estimate_usage(request: ModelRequest, reply: ModelReply) -> Usage:
-    """Token counts a simulator can report: about four characters a token, never zero."""
+    """Token counts a simulator can report: about four characters a token, never zero; the completion
+    counts the reply's reasoning tokens too, as the API counts them (`reasoning_tokens`)."""
     prompt = sum(len(getattr(m, "content", None) or "") for m in request.messages) // 4 + len(
         request.messages
     )
     said = len(reply.message.content or "") + sum(
         len(c.arguments) + len(c.name) for c in reply.message.tool_calls
     )
-    completion = said // 4 + 1
+    completion = said // 4 + 1 + reasoning_tokens(reply)
     return Usage(prompt_tokens=prompt, completion_tokens=completion, total_tokens=prompt + completion)
 
 
-def _wire_usage(usage: Usage) -> dict[str, Any]:
+def reasoning_tokens(reply: ModelReply) -> int:
+    """The tokens a reply spent reasoning: about four characters a token of each reasoning item's summary
+    and text, at least one an item (whether or not its summary is served: the model reasoned all the same);
+    none for a reply that does not reason."""
+    reasoning = reply.message.reasoning
+    if not reasoning:
+        return 0
+    return sum(sum(map(len, (*item.summary, *item.content))) // 4 + 1 for item in reasoning)
+
+
+def _wire_usage(usage: Usage, reasoning: int = 0) -> dict[str, Any]:
     return {
         **usage.model_dump(),
         "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
         "completion_tokens_details": {
-            "reasoning_tokens": 0,
+            "reasoning_tokens": reasoning,
             "audio_tokens": 0,
             "accepted_prediction_tokens": 0,
             "rejected_prediction_tokens": 0,
@@ -111,7 +123,7 @@ def completion_to_wire(
                 "finish_reason": served.finish(reply),
             }
         ],
-        "usage": _wire_usage(usage),
+        "usage": _wire_usage(usage, reasoning_tokens(reply)),
         "service_tier": served.service_tier,
         "system_fingerprint": "fp_sim",
     }
@@ -169,7 +181,7 @@ def chunks_to_wire(
         ]
     chunks.append(chunk({}, served.finish(reply)))
     if usage is not None:
-        chunks.append({**header, "choices": [], "usage": _wire_usage(usage)})
+        chunks.append({**header, "choices": [], "usage": _wire_usage(usage, reasoning_tokens(reply))})
     return chunks
 
 
@@ -207,6 +219,7 @@ class ChatProtocol:
             refused = Refused(
                 "Invalid type for 'include_usage'.", "stream_options.include_usage", "invalid_type"
             )
+        refused = refused or refused_option(body)
         if refused is not None or (refused := refused_chat_format(body)) is not None:
             return refused
         if (refused := refused_chat_request(body)) is not None:
@@ -268,6 +281,8 @@ class ChatProtocol:
             refusal=refusal,
             served=serving(reply, asked.body, asked.terms),
         )
+        if wanted(asked.body):
+            padded_chunks(chunks, asked.number)
         return [frame(chunk) for chunk in chunks]
 
     @staticmethod

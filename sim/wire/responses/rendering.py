@@ -29,6 +29,18 @@ from sim.wire.text_format import echoed_text
 
 OUTPUT_TEXT_LOGPROBS = "message.output_text.logprobs"
 """What a request asks `include` for, to get the log probabilities of output text."""
+SUMMARIES = frozenset({"auto", "concise", "detailed"})
+"""What `reasoning.summary` says to have reasoning summarized (the API serves `summary: []` otherwise)."""
+
+
+def summary_asked(request: Mapping[str, Any]) -> bool:
+    """Whether the request asks for reasoning summaries (`reasoning.summary`, or the deprecated
+    `reasoning.generate_summary`)."""
+    reasoning = request.get("reasoning")
+    if not isinstance(reasoning, Mapping):
+        return False
+    said = reasoning.get("summary") or reasoning.get("generate_summary")
+    return isinstance(said, str) and said in SUMMARIES
 
 
 def _items_of(
@@ -113,11 +125,13 @@ def response_to_wire(
     request: Mapping[str, Any] | None = None,
     status: str | None = None,
     error: Mapping[str, Any] | None = None,
+    reasoning_tokens: int = 0,
 ) -> dict[str, Any]:
     """A `ModelReply` as the `response` object the real API would send to `request` (echoing what the API
     echoes; output text with log probabilities when the request includes them). Its message and call items
     get ids derived from `response_id` (a reasoning item keeps the id it has); a cut reply is `incomplete`,
-    and so is its last item. `status` and `error` override, for a failed or unfinished response."""
+    and so is its last item. `status` and `error` override, for a failed or unfinished response;
+    `reasoning_tokens` are those of `usage`'s output tokens spent reasoning."""
     asked = request or {}
     top = asked.get("top_logprobs") or 0
     logprobs = top if OUTPUT_TEXT_LOGPROBS in (asked.get("include") or []) else None
@@ -133,7 +147,7 @@ def response_to_wire(
             "input_tokens": usage.prompt_tokens,
             "input_tokens_details": {"cached_tokens": 0},
             "output_tokens": usage.completion_tokens,
-            "output_tokens_details": {"reasoning_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
             "total_tokens": usage.total_tokens,
         }
     return {
