@@ -155,10 +155,11 @@ class _Dropping:
         """The client stopped retrying before the reply was sent whole (`number`: the request it sent
         instead, if any)."""
         instead = f"; request {number} is another request" if number is not None else ""
+        attempts = "1 attempt" if self.made == 1 else f"{self.made} attempts"
         message = (
             f"replies[{self.index}] drops request {self.number} {_times(self.drops)} before its reply, but"
-            f" the client gave up after {self.made} attempt{'' if self.made == 1 else 's'}{instead} (a dropped"
-            " connection is retried: the SDK does with `max_retries`)"
+            f" the client gave up after {attempts}{instead} (a dropped connection is retried: the SDK does"
+            " with `max_retries`)"
         )
         return Problem(ProblemKind.expectation_failed, number, message, code="sim_expectation_failed")
 

@@ -7,6 +7,7 @@ midway raises while it is iterated."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import textwrap
 import threading
@@ -66,8 +67,8 @@ def server() -> Iterator[tuple[Switched, str]]:
 @pytest.fixture(autouse=True)
 def quick_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     """The SDK's own retries, without its half-second backoff."""
-    monkeypatch.setattr(openai._base_client, "INITIAL_RETRY_DELAY", 0.01)  # type: ignore[attr-defined]
-    monkeypatch.setattr(openai._base_client, "MAX_RETRY_DELAY", 0.02)  # type: ignore[attr-defined]
+    monkeypatch.setattr(openai._base_client, "INITIAL_RETRY_DELAY", 0.01)
+    monkeypatch.setattr(openai._base_client, "MAX_RETRY_DELAY", 0.02)
 
 
 VIAS = ["server", "in_process"]
@@ -98,7 +99,7 @@ class Sim:
         return self.switched.retries
 
 
-WEATHER = {
+WEATHER: Any = {
     "type": "function",
     "function": {
         "name": "get_weather",
@@ -258,9 +259,7 @@ def test_a_stall_on_every_attempt_is_the_sdks_timeout_error(
         asyncio.run(ask())
     assert sim.retries == [0, 1, 2]
     (gave_up,) = [p for p in sim.script.unused() if p.code == "sim_expectation_failed"]
-    assert (
-        "3 times before its reply, but the client gave up after 3 attempts" in gave_up.message
-    )
+    assert "3 times before its reply, but the client gave up after 3 attempts" in gave_up.message
 
 
 class TestHostile:
@@ -317,12 +316,10 @@ class TestHostile:
         async def twice() -> None:
             client = sim.client(max_retries=0)
             for text in ["first", "second"]:
-                try:
+                with contextlib.suppress(openai.APIError):
                     await client.chat.completions.create(
                         model="m", messages=[{"role": "user", "content": text}]
                     )
-                except openai.APIError:
-                    pass
 
         asyncio.run(twice())
         (problem,) = sim.script.problems
