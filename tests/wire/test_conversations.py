@@ -217,6 +217,35 @@ def test_a_streamed_response_in_a_conversation(tmp_path: Path) -> None:
     asyncio.run(run())
 
 
+def test_a_streamed_response_in_a_conversation_through_the_sync_sdk(tmp_path: Path, served: Served) -> None:
+    sdk = served.client(host(tmp_path))
+    made = sdk.conversations.create(items=[{"role": "user", "content": "Remember 7."}])
+    with sdk.responses.stream(model="m", conversation={"id": made.id}, input="Hello") as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_response()
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    assert final.model_dump()["conversation"] == {"id": made.id} and final.output_text == "Hi there."
+    assert [text(item) for item in sdk.conversations.items.list(made.id, order="asc")] == [
+        "Remember 7.",
+        "Hello",
+        "Hi there.",
+    ]
+
+
+def test_input_tokens_count_the_conversation_as_its_usage_does(tmp_path: Path) -> None:
+    async def run() -> None:
+        sdk = client(host(tmp_path))
+        made = await sdk.conversations.create(items=[{"role": "user", "content": "many words " * 200}])
+        alone = await sdk.responses.input_tokens.count(model="m", input="Hello")
+        counted = await sdk.responses.input_tokens.count(model="m", input="Hello", conversation=made.id)
+        assert counted.input_tokens > alone.input_tokens + 100
+        reply = await sdk.responses.create(model="m", input="Hello", conversation=made.id)
+        assert reply.usage is not None and reply.usage.input_tokens == counted.input_tokens
+        assert len((await sdk.conversations.items.list(made.id)).data) == 3  # counting added nothing
+
+    asyncio.run(run())
+
+
 def weather(city: str) -> str:
     return f"{city}: sunny"
 
