@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,14 +18,16 @@ import openai
 import pytest
 from openai import AsyncOpenAI, OpenAI
 
+from sim.cassette.reader import read_cassette
 from sim.host.app import Host
 from sim.host.transport import transport
 from sim.scenario.answerer import ScriptAnswerer
 from sim.wire import Api
+from tests.cassette.test_proxy import proxied
 from tests.host.in_process import simulator
-from tests.host.processes import served
+from tests.host.processes import program, served
 
-TOOL = {"type": "function", "name": "lookup", "description": "Looks up.", "strict": False,
+TOOL: Any = {"type": "function", "name": "lookup", "description": "Looks up.", "strict": False,
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}  # fmt: skip
 SCRIPT = """
 prompt: p
@@ -102,7 +105,7 @@ def test_an_unknown_deleted_or_unstored_response_is_not_found(tmp_path: Path) ->
     async def conversation(client: AsyncOpenAI) -> Any:
         kept = await client.responses.create(model="m", input="p")
         unstored = await client.responses.create(model="m", input="p", store=False)
-        assert await client.responses.delete(kept.id) is None
+        await client.responses.delete(kept.id)  # the SDK reads no body: it returns None
         errors = []
         for response_id in (kept.id, unstored.id, "resp_never"):
             for call in (client.responses.retrieve, client.responses.delete, client.responses.cancel,
@@ -214,7 +217,7 @@ def test_background_without_store_is_refused(tmp_path: Path) -> None:
 def test_a_streamed_background_response_resumes_after_a_sequence_number(tmp_path: Path) -> None:
     async def conversation(client: AsyncOpenAI) -> Any:
         stream = await client.responses.create(model="m", input="p", background=True, stream=True)
-        first = [event async for event in stream]
+        first: list[Any] = [event async for event in stream]
         response_id = first[0].response.id
         resumed = await client.responses.retrieve(response_id, stream=True, starting_after=4)
         rest = [event async for event in resumed]
@@ -239,8 +242,9 @@ def test_a_streamed_background_response_resumes_after_a_sequence_number(tmp_path
 def test_only_a_streamed_background_response_streams_again(tmp_path: Path) -> None:
     async def conversation(client: AsyncOpenAI) -> Any:
         refused = []
-        for options in ({}, {"background": True}, {"stream": True}):
-            created = await client.responses.create(model="m", input="p", **options)
+        choices: list[Any] = [{}, {"background": True}, {"stream": True}]
+        for options in choices:
+            created: Any = await client.responses.create(model="m", input="p", **options)
             response_id = created.id if hasattr(created, "id") else [e async for e in created][0].response.id  # noqa: RUF015
             with pytest.raises(openai.BadRequestError) as caught:
                 await client.responses.retrieve(response_id, stream=True)
@@ -252,7 +256,7 @@ def test_only_a_streamed_background_response_streams_again(tmp_path: Path) -> No
 
 
 def test_input_items_are_listed_in_the_apis_shapes_and_paged(tmp_path: Path) -> None:
-    history = [
+    history: Any = [
         {"role": "developer", "content": "Be brief."},
         {"role": "user", "content": [{"type": "input_text", "text": "Weather?"}]},
         {"type": "function_call", "call_id": "call_1", "name": "lookup", "arguments": "{}"},
@@ -264,7 +268,7 @@ def test_input_items_are_listed_in_the_apis_shapes_and_paged(tmp_path: Path) -> 
     async def conversation(client: AsyncOpenAI) -> Any:
         created = await client.responses.create(model="m", input=history, tools=[TOOL])
         newest = await client.responses.input_items.list(created.id)
-        oldest = await client.responses.input_items.list(created.id, order="asc", limit=2)
+        oldest: Any = await client.responses.input_items.list(created.id, order="asc", limit=2)
         after = await client.responses.input_items.list(
             created.id, order="asc", limit=2, after=oldest.last_id
         )
@@ -288,7 +292,7 @@ def test_input_items_are_listed_in_the_apis_shapes_and_paged(tmp_path: Path) -> 
 
 
 def test_input_tokens_count_as_the_reported_usage_counts(tmp_path: Path) -> None:
-    bodies: list[dict[str, Any]] = [
+    bodies: list[Any] = [
         {"model": "m", "input": "What is the weather in Paris today?"},
         {"model": "m", "input": [{"role": "user", "content": "x" * 401}], "instructions": "Be brief."},
         {"model": "m", "tools": [TOOL], "input": [
@@ -304,7 +308,7 @@ def test_input_tokens_count_as_the_reported_usage_counts(tmp_path: Path) -> None
             created = await client.responses.create(**body)
             pairs.append((counted.input_tokens, created.usage.input_tokens, counted.object))
         first = await client.responses.create(model="m", input="First question, rather long " * 10)
-        chained = {"model": "m", "input": "And then?", "previous_response_id": first.id}
+        chained: Any = {"model": "m", "input": "And then?", "previous_response_id": first.id}
         counted = await client.responses.input_tokens.count(**chained)
         pairs.append((counted.input_tokens, (await client.responses.create(**chained)).usage.input_tokens,
                       counted.object))  # fmt: skip
@@ -435,12 +439,13 @@ def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def test_the_sync_sdk_drives_every_endpoint_over_http(base_url: str) -> None:
     client = OpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
-    created = client.responses.create(model="m", input="p", tools=[TOOL])  # type: ignore[list-item]
+    created = client.responses.create(model="m", input="p", tools=[TOOL])
+    assert created.usage is not None
     assert client.responses.retrieve(created.id).model_dump() == created.model_dump()
     assert [item.type for item in client.responses.input_items.list(created.id)] == ["message"]
     assert (
         client.responses.input_tokens.count(model="m", input="p").input_tokens == created.usage.input_tokens
-    )  # type: ignore[union-attr]
+    )
     background = client.responses.create(model="m", input="p", background=True)
     assert background.status == "queued"
     assert client.responses.cancel(background.id).status == "cancelled"
@@ -481,3 +486,32 @@ def test_the_input_items_body_is_a_list_object(tmp_path: Path) -> None:
     assert body["object"] == "list" and json.dumps(body["data"][0]["content"]) == json.dumps(
         [{"type": "input_text", "text": "p"}]
     )
+
+
+LOOP = """
+import openai
+client = openai.OpenAI(max_retries=0)
+created = client.responses.create(model="m", input="p", background=True)
+while created.status in ("queued", "in_progress"):
+    created = client.responses.retrieve(created.id)
+items = client.responses.input_items.list(created.id)
+counted = client.responses.input_tokens.count(model="m", input="p")
+client.responses.delete(created.id)
+print(created.status, created.output_text, [item.type for item in items], counted.input_tokens)
+"""
+
+
+def test_a_recording_of_the_lifecycle_endpoints_replays(tmp_path: Path) -> None:
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(SCRIPT)
+    cassette = tmp_path / "lifecycle.yaml"
+    with served(scenario, "--cycle", "--quiet") as (_, upstream):
+        done = proxied(cassette, upstream, sys.executable, "-c", LOOP)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "completed The command printed 42. ['message'] 1"
+    paths = [(i.request.method, i.request.path) for i in read_cassette(cassette).interactions]
+    assert ("DELETE", "/v1/responses/resp_sim000001") in paths and len(paths) == 6
+    with served(cassette, "--once") as (_, base_url):
+        again = program(base_url, sys.executable, "-c", LOOP)
+        assert again.returncode == 0, again.stderr
+        assert again.stdout == done.stdout
