@@ -31,8 +31,9 @@ METADATA_VALUE = 512
 LIST_LIMIT = 20
 """How many items a list gives when `limit` is not said."""
 MOST_LISTED = 100
-_ITEM_BYTES = 600
-"""What a kept item costs beyond its JSON (its dict, and its message as a continued request reads it)."""
+_ITEM_BYTES = 1000
+"""What a kept item costs beyond its JSON (its dict, and its message as a continued request reads it), as
+measured."""
 _CONVERSATION_BYTES = 400
 _MINTED = {"message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs",
            "custom_tool_call": "ctc", "custom_tool_call_output": "ctco"}  # fmt: skip
