@@ -497,6 +497,49 @@ def test_concurrent_responses_in_one_conversation_each_add_their_items(tmp_path:
     )
 
 
+def test_concurrent_item_appends_each_keep_their_items(tmp_path: Path) -> None:
+    async def run() -> None:
+        sdk = client(host(tmp_path))
+        made = await sdk.conversations.create()
+        await asyncio.gather(
+            *(
+                sdk.conversations.items.create(
+                    made.id, items=[{"role": "user", "content": f"{n}.{k}"} for k in (1, 2)]
+                )
+                for n in range(10)
+            )
+        )
+        items = [item async for item in sdk.conversations.items.list(made.id, order="asc")]
+        assert len({str(item.id) for item in items}) == 20
+        said = [text(item) for item in items]
+        assert all(
+            said.index(f"{n}.1") + 1 == said.index(f"{n}.2") for n in range(10)
+        )  # each call's in order
+
+    asyncio.run(run())
+
+
+def test_untrusted_text_is_kept_as_sent_and_what_cannot_be_encoded_is_refused(tmp_path: Path) -> None:
+    sim = host(tmp_path)
+
+    async def run() -> None:
+        sdk = client(sim)
+        odd = "naïve \u0000 \u202e<script>alert(1)</script> 🦜 \x1b[31m"
+        made = await sdk.conversations.create(
+            items=[{"role": "user", "content": odd}], metadata={"ключ 🔑": odd}
+        )
+        assert (await sdk.conversations.retrieve(made.id)).metadata == {"ключ 🔑": odd}
+        assert [text(item) for item in (await sdk.conversations.items.list(made.id)).data] == [odd]
+        http = httpx2.AsyncClient(transport=transport(sim), base_url="http://sim.test")
+        async with http:
+            lone = b'{"items": [{"role": "user", "content": "\\ud800"}]}'
+            answered = await http.post(f"/v1/conversations/{made.id}/items", content=lone)
+            assert answered.status_code == 400
+        assert len((await sdk.conversations.items.list(made.id)).data) == 1
+
+    asyncio.run(run())
+
+
 def test_the_store_limit_bounds_conversations(tmp_path: Path) -> None:
     """Past `--store-limit` the least recently used conversations are forgotten (then not found, as any
     conversation the API does not have), and what is kept stays within the limit."""
