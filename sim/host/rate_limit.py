@@ -172,14 +172,18 @@ class Limiter:
         }
 
     def take(self, tokens: int) -> Throttled | None:
-        """Spend one request and `tokens` tokens, or say which limit it is past (spending nothing)."""
+        """Spend one request and `tokens` tokens, or say which limit it is past, spending nothing (a request
+        no wait would fit is told so first, else the requests' limit before the tokens')."""
         now = self.clock()
         wants = {"requests": 1, "tokens": max(0, tokens)}
+        past: list[Throttled] = []
         for kind, bucket in self.buckets.items():
             bucket.refill(now)
             short = bucket.short_of(wants[kind])
             if short is not None:
-                return Throttled(kind, short.limit, short.used, short.requested, short.wait)
+                past.append(Throttled(kind, short.limit, short.used, short.requested, short.wait))
+        if past:
+            return next((short for short in past if short.wait is None), past[0])
         for kind, bucket in self.buckets.items():
             bucket.available -= wants[kind]
         return None

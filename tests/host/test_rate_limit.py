@@ -415,3 +415,18 @@ def test_a_loop_that_honours_retry_after_passes(limited: str) -> None:
             break
     assert waited > 0  # the budget ran out, and the loop came through
     assert after_waiting == 5
+
+
+def test_the_429_body_is_the_specs_error_response(tmp_path: Path) -> None:
+    from tests.spec import untolerated
+
+    host = simulator(tmp_path, ANSWERS_ANYTHING, cycle=True, rate_limit=RateLimit(requests=1, tokens=10))
+    answers = _post_many(
+        host, [{**CHAT, "max_tokens": 5}, {**CHAT, "max_tokens": 5}, {**CHAT, "max_tokens": 50}]
+    )
+    assert [answer.status_code for answer in answers] == [200, 429, 429]
+    for answer in answers[1:]:
+        assert untolerated("ErrorResponse", answer.json()) == []
+    too_large = answers[2].json()["error"]
+    assert too_large["message"].startswith("Request too large for gpt-4o")
+    assert "retry-after" not in answers[2].headers
