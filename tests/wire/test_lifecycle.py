@@ -515,3 +515,17 @@ def test_a_recording_of_the_lifecycle_endpoints_replays(tmp_path: Path) -> None:
         again = program(base_url, sys.executable, "-c", LOOP)
         assert again.returncode == 0, again.stderr
         assert again.stdout == done.stdout
+
+
+def test_input_tokens_of_huge_and_deeply_nested_bodies(tmp_path: Path) -> None:
+    sim = simulator(tmp_path, SCRIPT)
+    huge = {"model": "m", "input": "word " * 400_000}
+    nested: Any = "x"
+    for _ in range(200):
+        nested = [nested]
+    count = "/v1/responses/input_tokens"
+    bodies = [huge, {"input": nested}, {"input": [{"role": "user", "content": 7}]}]
+    counted, deep, wrong = raw(sim, *(("POST", count, body) for body in bodies))
+    assert counted.status_code == 200 and counted.json()["input_tokens"] == 2_000_000 // 4 + 1
+    assert deep.status_code == 400 and wrong.status_code == 400
+    assert sim.servers[Api.responses].store.bytes == 0  # type: ignore[attr-defined]  # counting keeps nothing

@@ -13,7 +13,6 @@ it is final once its latency has passed. A cancelled one stays `cancelled`, its 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -43,8 +42,11 @@ INCLUDABLE = (
 """What `include` may ask for (the spec's `IncludeEnum`)."""
 
 _PENDING = frozenset({"queued", "in_progress"})
-_RECORD_BYTES = 1_000
-"""What a kept response costs beyond the JSON of its body and request (the record, its dicts), about."""
+_RECORD_BYTES = 4_500
+"""What keeping a response's body and request costs beyond its conversation (its texts are the
+conversation's own strings), as measured; and what each input item and each tool adds."""
+_ITEM_BYTES = 250
+_TOOL_BYTES = 1_000
 _EMPTY = ModelReply(message=AssistantMessage(), finish_reason="stop")
 _ITEM_PREFIX = {"message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs",
                 "custom_tool_call": "ctc", "custom_tool_call_output": "ctco"}  # fmt: skip
@@ -115,8 +117,11 @@ def _not_found(response_id: str) -> Refused:
     return Refused(f"Response with id '{response_id}' not found.", status=404)
 
 
-def _size(*values: Any) -> int:
-    return _RECORD_BYTES + sum(len(json.dumps(value, default=str)) for value in values)
+def _weight(request: dict[str, Any]) -> int:
+    """What keeping a response to `request` costs, about (measured, not serialized: it is on every reply)."""
+    items, tools = request.get("input"), request.get("tools")
+    return (_RECORD_BYTES + _ITEM_BYTES * (len(items) if isinstance(items, list) else 1)
+            + _TOOL_BYTES * (len(tools) if isinstance(tools, list) else 0))  # fmt: skip
 
 
 class Lifecycle:
@@ -146,7 +151,7 @@ class Lifecycle:
         ready_at = time.monotonic() + asked.latency
         record = StoredResponse(wire, asked.body, served, refusal, background, streamed, ready_at, status,
                                 asked.number)  # fmt: skip
-        self.protocol.store.keep(wire["id"], record, _size(wire, asked.body))
+        self.protocol.store.keep(wire["id"], record, _weight(asked.body))
         return _pending(wire, "queued", asked.body) if background and not streamed else wire
 
     def _stored(self, response_id: str) -> StoredResponse | None:
@@ -253,7 +258,7 @@ class Lifecycle:
         conversation = store.conversation(response_id)
         if isinstance(conversation, SharedPrefix) and len(conversation):
             store.put(response_id, SharedPrefix(conversation.shared, len(conversation) - 1))
-            store.keep(response_id, stored, _size(stored.final, stored.request))
+            store.keep(response_id, stored, _weight(stored.request))
 
     async def input_items(self, called: Called) -> ResourceAnswer:
         """The request's input items in the API's item shapes (each with an id), a page of them."""
