@@ -16,7 +16,12 @@ and its proxy started through `PYTHONPATH`), its rounds alternating with this ch
 and a table beside each prints both and the median of the rounds' now/before ratios. The recorded session
 and the proxy's upstream are the same for both (recorded and served by DIR's sim, which both can read).
 
+With `--rate-limit [LIMIT]`, this checkout's `sim serve` simulates rate limits (LIMIT left out: one high
+enough never to throttle), so that `--rate-limit --against .` measures what the limiter costs (the same
+checkout beside itself, without a limit).
+
 Run: python bench/serve.py [--requests 2000] [--concurrency 16] [--repeats 3] [--tables ...] [--against DIR]
+     [--rate-limit [requests=N/min,tokens=N/min]]
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ import httpx2
 from checkouts import checked, cpu_seconds, in_turn, launch, paired_ratio
 
 SIM = [sys.executable, "-m", "sim.cli"]
+NEVER_THROTTLES = "requests=1000000000000/min,tokens=1000000000000/min"
+"""A rate limit no bench comes near: every answer carries the x-ratelimit-* headers, none is a 429."""
 
 SCENARIO = """
 name: bench
@@ -334,6 +341,12 @@ def main() -> None:
     tables = ["throughput", "cassette", "proxy"]
     parser.add_argument("--tables", nargs="+", choices=tables, default=tables, help="which tables to measure")
     parser.add_argument("--against", type=Path, help="Another checkout of sim, measured beside this one.")
+    parser.add_argument(
+        "--rate-limit",
+        nargs="?",
+        const=NEVER_THROTTLES,
+        help="This checkout's sim serve simulates this rate limit (left out: one that never throttles).",
+    )
     options = parser.parse_args()
     against = checked(options.against) if options.against is not None else None
     with tempfile.TemporaryDirectory() as folder:
@@ -352,11 +365,14 @@ def throughput(options: argparse.Namespace, against: Path | None = None) -> None
     with tempfile.TemporaryDirectory() as folder:
         scenario = Path(folder) / "bench.yaml"
         scenario.write_text(SCENARIO)
-        servers = {"now": start([*SIM, "serve", str(scenario), "--port", "0", "--cycle"])}
+        limited = [] if options.rate_limit is None else ["--rate-limit", options.rate_limit]
+        servers = {"now": start([*SIM, "serve", str(scenario), "--port", "0", "--cycle", *limited])}
         if against is not None:
             servers["before"] = start([*SIM, "serve", str(scenario), "--port", "0", "--cycle"], against)
         bare, bare_url = start([sys.executable, "-c", REFERENCE, json.dumps(FIXED_REPLY)])
         rounds_said = f"{options.requests} requests a round, concurrency {options.concurrency}"
+        if options.rate_limit is not None:
+            rounds_said = f"sim serve --rate-limit {options.rate_limit}; {rounds_said}"
         print(
             f"{rounds_said}, medians of {options.repeats} rounds; each round of sim is paired with a round of"
         )
