@@ -44,6 +44,25 @@ class Refused:
         return self.detail if self.detail is not None else self.message
 
 
+class MissingParameterError(MessageContractError):
+    """A message (or input item) lacks a field the API requires; `param` names it as the API does."""
+
+    def __init__(self, message: str, param: str) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+def refused_malformed(error: MessageContractError) -> Refused:
+    """A malformed conversation refused: a missing field in the API's words ("Missing required parameter:
+    '...'."), anything else in sim's ("Invalid request: ..."); `detail` keeps sim's words, for a run's
+    problems."""
+    detail = str(error)
+    if isinstance(error, MissingParameterError):
+        message = f"Missing required parameter: '{error.param}'."
+        return Refused(message, error.param, "missing_required_parameter", detail=detail)
+    return Refused(f"Invalid request: {detail}", detail=detail)
+
+
 class RefusedError(Exception):
     """A request refused with a 400 and a code (e.g. `previous_response_not_found`)."""
 
@@ -131,7 +150,7 @@ def parse(protocol: WireProtocol, body: dict[str, Any], number: int) -> Asked | 
     except RefusedError as error:
         return error.refused
     except MessageContractError as error:
-        return Refused(f"Invalid request: {error}", detail=str(error))
+        return refused_malformed(error)
     if (refused := protocol.check(body, decoded)) is not None:
         return refused
     return Asked(body, decoded, number, protocol.terms(body))

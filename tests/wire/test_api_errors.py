@@ -278,6 +278,21 @@ def test_a_legacy_function_history_keeps_sims_words(tmp_path: Path) -> None:
     assert error.message.startswith("Error code: 400 - Invalid request: ") and error.param is None
 
 
+def test_a_tool_message_without_its_id_is_a_missing_parameter(served: Served, tmp_path: Path) -> None:
+    conversation = [USER, asked("call_1"), {"role": "tool", "content": "sunny"}]
+    host = script(tmp_path)
+    error = raised_sync(served, host, lambda c: c.chat.completions.create(model="m", messages=conversation))
+    assert isinstance(error, openai.BadRequestError)
+    param = "messages.[2].tool_call_id"
+    assert said(error) == {"message": f"Missing required parameter: '{param}'.", "type": INVALID,
+                           "param": param, "code": "missing_required_parameter"}  # fmt: skip
+    assert messages(host.answerer.problems) == [
+        "request 1: invalid request: messages[2].tool_call_id: a tool message must answer a tool_call_id"
+    ]
+    body = {"model": "m", "messages": conversation}
+    assert ChatProtocol().parse(body, 1) == GrowingConversation(ChatProtocol()).parse(body, 1)
+
+
 # -- pairing in the API's words: Responses -------------------------------------------------------------
 
 FUNCTION_CALL = {"type": "function_call", "call_id": "call_9", "name": "lookup", "arguments": "{}"}
@@ -311,6 +326,14 @@ def test_a_responses_input_with_broken_pairing_is_refused_in_the_apis_words(
         assert error.body == {"message": message, "type": INVALID, "param": "input", "code": None}
         assert (error.type, error.param, error.code) == (INVALID, "input", None)
     assert async_host.answerer.answered == 0
+
+
+def test_an_output_without_its_call_id_is_a_missing_parameter(tmp_path: Path) -> None:
+    items = [USER, FUNCTION_CALL, {"type": "function_call_output", "output": "sunny"}]
+    error = raised_async(script(tmp_path), lambda c: c.responses.create(model="m", input=items))
+    assert isinstance(error, openai.BadRequestError)
+    assert said(error) == {"message": "Missing required parameter: 'input[2].call_id'.", "type": INVALID,
+                           "param": "input[2].call_id", "code": "missing_required_parameter"}  # fmt: skip
 
 
 def test_a_call_continued_by_previous_response_id_without_its_output_is_refused(tmp_path: Path) -> None:

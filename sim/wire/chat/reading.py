@@ -25,7 +25,7 @@ from sim.wire.chat.legacy import (
     functions_from_wire,
 )
 from sim.wire.custom_tools import CUSTOM, GrammarError, format_from_wire, is_custom
-from sim.wire.requests import Refused
+from sim.wire.requests import MissingParameterError, Refused, refused_malformed
 
 _WIRE_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -33,6 +33,11 @@ _WIRE_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 def contract_error(where: str, what: str) -> MessageContractError:
     """What is wrong with a request, and where in its body."""
     return MessageContractError(f"{where}: {what}")
+
+
+def api_where(where: str) -> str:
+    """`messages[1]` as the API names it in an error's `param`: `messages.[1]`."""
+    return where.replace("[", ".[")
 
 
 def content_text(content: Any, where: str) -> str:
@@ -62,6 +67,9 @@ def message_from_wire(raw: Any, where: str) -> ChatMessage:
         return UserMessage(content=content_text(raw.get("content"), f"{where}.content"))
     if role == "tool":
         call_id = raw.get("tool_call_id")
+        if call_id is None:
+            missing = f"{where}.tool_call_id: a tool message must answer a tool_call_id"
+            raise MissingParameterError(missing, f"{api_where(where)}.tool_call_id")
         if not isinstance(call_id, str) or not call_id:
             raise contract_error(f"{where}.tool_call_id", "a tool message must answer a tool_call_id")
         return ToolMessage(tool_call_id=call_id, content=content_text(raw.get("content"), f"{where}.content"))
@@ -171,7 +179,7 @@ def refused_conversation(error: MessageContractError, raw_messages: Any) -> Refu
     detail = str(error)
     broken = error.pairing
     if broken is None or _legacy(raw_messages, broken.at):
-        return Refused(f"Invalid request: {detail}", detail=detail)
+        return refused_malformed(error)
     at, first_id = broken.at, broken.call_ids[0]
     if broken.rule is PairingRule.every_call_answered:
         message = UNANSWERED_CALLS.format(ids=", ".join(broken.call_ids))

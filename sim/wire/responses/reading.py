@@ -23,7 +23,7 @@ from sim.core.model import ToolSpec
 from sim.wire.chat.reading import content_text
 from sim.wire.custom_tools import GrammarError, format_from_wire, is_custom
 from sim.wire.hosted import HOSTED_TOOLS, INPUT_ITEMS, hosted_from_wire
-from sim.wire.requests import Refused
+from sim.wire.requests import MissingParameterError, Refused
 from sim.wire.responses.items import (
     assistant_turn,
     custom_call_from_wire,
@@ -109,6 +109,9 @@ def messages_from_items(
         elif kind in ("function_call_output", "custom_tool_call_output"):
             close()
             call_id = item.get("call_id")
+            if call_id is None:
+                missing = f"{where}.call_id: a {kind} must answer a call_id"
+                raise MissingParameterError(missing, f"{where}.call_id")
             if not isinstance(call_id, str) or not call_id:
                 raise _bad(f"{where}.call_id", f"a {kind} must answer a call_id")
             messages.append(
