@@ -4,6 +4,7 @@ used forgotten first), read back as the messages a response continues, and refus
 
 from __future__ import annotations
 
+import copy
 import json
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -321,7 +322,7 @@ class Conversations:
         said = asked.body.get("input")
         sent = [{"type": "message", "role": "user", "content": said}] if isinstance(said, str) else said or []
         suffix = wire["id"].removeprefix("resp_")
-        items = [*self._as_items(sent, f"{suffix}_in"), *wire["output"]]
+        items = [*self._as_items(sent, f"{suffix}_in"), *copy.deepcopy(wire["output"])]  # as it is now
         messages = asked.decoded.messages
         history = messages.dialogue if isinstance(messages, HistoryView) else messages
         read = None
