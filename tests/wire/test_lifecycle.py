@@ -529,3 +529,19 @@ def test_input_tokens_of_huge_and_deeply_nested_bodies(tmp_path: Path) -> None:
     assert counted.status_code == 200 and counted.json()["input_tokens"] == 2_000_000 // 4 + 1
     assert deep.status_code == 400 and wrong.status_code == 400
     assert sim.servers[Api.responses].store.bytes == 0  # type: ignore[attr-defined]  # counting keeps nothing
+
+
+def test_a_cancelled_response_is_continued_from_its_input(tmp_path: Path) -> None:
+    sim = simulator(tmp_path, SCRIPT, cycle=True)
+
+    async def conversation(client: AsyncOpenAI) -> Any:
+        created = await client.responses.create(model="m", input="first question", background=True)
+        await client.responses.cancel(created.id)
+        return await client.responses.create(model="m", input="second", previous_response_id=created.id)
+
+    continued = talk(sim, conversation)
+    store = sim.servers[Api.responses].store  # type: ignore[attr-defined]
+    assert continued.status == "completed" and store.length(continued.id) == 3  # two questions, one reply
+    assert [type(message).__name__ for message in store.conversation(continued.id)] == [
+        "UserMessage", "UserMessage", "AssistantMessage"
+    ]  # fmt: skip

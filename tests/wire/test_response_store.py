@@ -177,3 +177,24 @@ def test_a_chain_past_the_limit_is_forgotten_and_its_continuation_gets_the_apis_
             "param": "previous_response_id",
             "code": "previous_response_not_found",
         }
+
+
+def test_what_is_kept_beside_a_response_counts_against_the_limit_and_goes_with_it() -> None:
+    from sim.core.messages import UserMessage
+    from sim.wire.response_store import ResponseStore
+
+    store = ResponseStore(limit_bytes=10_000)
+    store.put("resp_1", [UserMessage(content="a")])
+    store.keep("resp_1", "body one", 4_000)
+    store.keep("resp_gone", "never kept", 4_000)  # nothing is kept beside a response not kept
+    assert store.record("resp_1") == "body one" and store.record("resp_gone") is None
+    before = store.bytes
+    store.put("resp_2", [UserMessage(content="b")])
+    store.keep("resp_2", "body two", 4_000)
+    store.record("resp_1")  # used: resp_2 is now the least recently used
+    store.put("resp_3", [UserMessage(content="c")])
+    store.keep("resp_3", "body three", 4_000)
+    assert store.record("resp_2") is None and store.length("resp_2") is None  # forgotten whole
+    assert store.record("resp_1") == "body one" and store.bytes <= 10_000
+    assert store.forget("resp_1") and not store.forget("resp_1")
+    assert store.record("resp_1") is None and store.bytes == before  # resp_3 alone weighs what resp_1 did
