@@ -50,7 +50,7 @@ from sim.host.faults import Faulted, FaultKind, Where, faulted
 from sim.host.rate_limit import Limiter, RateLimit
 from sim.wire import STORE_LIMIT_BYTES, Api, models
 from sim.wire.error_types import error_type as type_for_status
-from sim.wire.rate_estimate import estimate
+from sim.wire.rate_estimate import Estimate, estimate
 from sim.wire.registry import CODECS
 from sim.wire.requests import Asked, Refused, WireProtocol
 from sim.wire.resources import API_ROOT, Called, EventBody, Resource, routed
@@ -189,13 +189,10 @@ class Host(Generic[A]):
         """The response to one request given as plain values (`path` decoded, `query` as sent, `headers` with
         names lower-cased and repeated ones kept); the ASGI app and the in-process transport both answer
         through it. Every answer sim makes (not a relayed one, which keeps its own) carries an
-        `x-request-id` and `openai-processing-ms`, and with a rate limit the `x-ratelimit-*` headers; a
-        model request past the limit is answered 429 here, before any answerer sees it."""
+        `x-request-id` and `openai-processing-ms`, and with a rate limit the `x-ratelimit-*` headers (a
+        model request past the limit is answered 429 before any answerer sees it: `_serve`)."""
         started = perf_counter()
-        throttled = None
-        if self.limiter is not None and method == "POST" and path in self.protocols:
-            throttled = self._throttled(self.limiter, self.protocols[path], body)
-        response = throttled or await self._routed(method, path, query, headers, body)
+        response = await self._routed(method, path, query, headers, body)
         if not isinstance(response, _RELAYED):
             millis = int((perf_counter() - started) * 1000)
             response.raw_headers += (
@@ -206,22 +203,20 @@ class Host(Generic[A]):
                 response.raw_headers += self.limiter.headers()
         return response
 
-    def _throttled(self, limiter: Limiter, protocol: WireProtocol, body: bytes) -> Response | None:
-        """The API's 429 when a model request is past the rate limit (numbered and logged; the answerer never
-        sees it), else None, its request and tokens spent."""
-        asked = estimate(body)
-        past = limiter.take(asked.tokens)
+    def _throttled(self, limiter: Limiter, received: Received) -> Response | None:
+        """The API's 429 when a model request is past the rate limit (logged; the answerer never sees it),
+        else None, its request and estimated tokens spent (from the body parsed once: the answerer reads
+        the same parse)."""
+        asked = received.parsed
+        said = estimate(asked.body) if isinstance(asked, Asked) else Estimate(0, None)
+        past = limiter.take(said.tokens)
         if past is None:
             return None
-        self.received += 1
-        self.received_by[protocol.name] += 1
-        message = past.message(asked.model)
-        response = api_error(
+        message = past.message(said.model)
+        self._log(received, 429, f"rate_limit_exceeded: {message}")
+        return api_error(
             429, message, error_type=past.kind, code="rate_limit_exceeded", headers=past.retry_headers()
         )
-        if self.on_answered is not None:
-            self.on_answered(Answered(protocol.name, self.received, 429, f"rate_limit_exceeded: {message}"))
-        return response
 
     async def _routed(
         self, method: str, path: str, query: str, headers: Mapping[str, str], body: bytes
@@ -315,6 +310,10 @@ class Host(Generic[A]):
             None if protocol is None else protocol.name,
             None if protocol is None else partial(parse, protocol),
         )
+        if self.limiter is not None and protocol is not None:
+            throttled = self._throttled(self.limiter, received)
+            if throttled is not None:
+                return throttled
         try:
             answer = await self.answerer.answer(received)
         except asyncio.CancelledError:

@@ -129,25 +129,29 @@ class Throttled:
 class _Bucket:
     """One limit: `limit` units, refilled continuously at `limit` per minute."""
 
-    __slots__ = ("at", "available", "limit", "rate")
+    __slots__ = ("at", "available", "kind", "limit", "limit_header", "rate", "remaining_name", "reset_name")
 
-    def __init__(self, limit: int, now: float) -> None:
+    def __init__(self, kind: str, limit: int, now: float) -> None:
+        self.kind = kind
         self.limit = limit
         self.rate = limit / _MINUTE
         self.available = float(limit)
         self.at = now
+        self.limit_header = (b"x-ratelimit-limit-" + kind.encode(), str(limit).encode())
+        self.remaining_name = b"x-ratelimit-remaining-" + kind.encode()
+        self.reset_name = b"x-ratelimit-reset-" + kind.encode()
 
     def refill(self, now: float) -> None:
         if now > self.at:
             self.available = min(float(self.limit), self.available + (now - self.at) * self.rate)
-        self.at = max(self.at, now)
+            self.at = now
 
     def short_of(self, amount: int) -> Throttled | None:
         if amount <= self.available:
             return None
         used = self.limit - math.floor(self.available)
         wait = None if amount > self.limit else (amount - self.available) / self.rate
-        return Throttled("", self.limit, used, amount, wait)
+        return Throttled(self.kind, self.limit, used, amount, wait)
 
     @property
     def remaining(self) -> int:
@@ -167,37 +171,44 @@ class Limiter:
         self.limit = limit
         self.clock = clock
         now = clock()
+        self.requests = None if limit.requests is None else _Bucket("requests", limit.requests, now)
+        self.tokens = None if limit.tokens is None else _Bucket("tokens", limit.tokens, now)
         self.buckets: dict[str, _Bucket] = {
-            kind: _Bucket(amount, now) for kind in _KINDS if (amount := getattr(limit, kind)) is not None
+            bucket.kind: bucket for bucket in (self.requests, self.tokens) if bucket is not None
         }
 
     def take(self, tokens: int) -> Throttled | None:
         """Spend one request and `tokens` tokens, or say which limit it is past, spending nothing (a request
         no wait would fit is told so first, else the requests' limit before the tokens')."""
         now = self.clock()
-        wants = {"requests": 1, "tokens": max(0, tokens)}
-        past: list[Throttled] = []
-        for kind, bucket in self.buckets.items():
-            bucket.refill(now)
-            short = bucket.short_of(wants[kind])
-            if short is not None:
-                past.append(Throttled(kind, short.limit, short.used, short.requested, short.wait))
-        if past:
-            return next((short for short in past if short.wait is None), past[0])
-        for kind, bucket in self.buckets.items():
-            bucket.available -= wants[kind]
+        requests, budget = self.requests, self.tokens
+        tokens = max(0, tokens)
+        by_requests = by_tokens = None
+        if requests is not None:
+            requests.refill(now)
+            by_requests = requests.short_of(1)
+        if budget is not None:
+            budget.refill(now)
+            by_tokens = budget.short_of(tokens)
+        if by_tokens is not None and (by_tokens.wait is None or by_requests is None):
+            return by_tokens
+        if by_requests is not None:
+            return by_requests
+        if requests is not None:
+            requests.available -= 1
+        if budget is not None:
+            budget.available -= tokens
         return None
 
     def headers(self) -> list[tuple[bytes, bytes]]:
         """The `x-ratelimit-*` headers as they stand (each limit set: its limit, what remains, and how long
         until it is full again)."""
         now = self.clock()
-        said: list[tuple[bytes, bytes]] = []
-        for kind, bucket in self.buckets.items():
+        buckets = self.buckets.values()
+        for bucket in buckets:
             bucket.refill(now)
-            said.append((b"x-ratelimit-limit-" + kind.encode(), str(bucket.limit).encode()))
-        for kind, bucket in self.buckets.items():
-            said.append((b"x-ratelimit-remaining-" + kind.encode(), str(bucket.remaining).encode()))
-        for kind, bucket in self.buckets.items():
-            said.append((b"x-ratelimit-reset-" + kind.encode(), duration(bucket.reset).encode()))
-        return said
+        return [
+            *(bucket.limit_header for bucket in buckets),
+            *((bucket.remaining_name, str(bucket.remaining).encode()) for bucket in buckets),
+            *((bucket.reset_name, duration(bucket.reset).encode()) for bucket in buckets),
+        ]

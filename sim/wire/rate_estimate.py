@@ -4,8 +4,7 @@ the characters of its input over four, plus the output it may ask for (`max_toke
 
 from __future__ import annotations
 
-import json
-import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,36 +16,28 @@ legacy completions' prompt)."""
 _OUTPUT_BUDGET = ("max_tokens", "max_completion_tokens", "max_output_tokens")
 _CHARACTERS_PER_TOKEN = 4
 _DEEPEST = 64
-"""Nesting deeper than this is not counted (the API refuses such a body anyway)."""
+"""Nesting deeper than this is not counted (no request the API answers nests so deep)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Estimate:
-    """A request's estimated tokens, and the model it names (None: none, or the body is not JSON)."""
+    """A request's estimated tokens, and the model it names (None: none)."""
 
     tokens: int
     model: str | None
 
 
-def estimate(body: bytes) -> Estimate:
-    """`body`'s estimate: zero tokens for a body that is not a JSON object (the API refuses it, one request
-    spent)."""
-    try:
-        parsed = json.loads(body)
-    except (ValueError, RecursionError):
-        return Estimate(0, None)
-    if not isinstance(parsed, dict):
-        return Estimate(0, None)
-    characters = sum(_characters(parsed.get(name), 0) for name in _INPUT)
+def estimate(body: Mapping[str, Any]) -> Estimate:
+    """The estimate of a request's parsed `body`."""
+    characters = sum(_characters(body.get(name), 0) for name in _INPUT)
     budget = 0
     for name in _OUTPUT_BUDGET:
-        value = parsed.get(name)
+        value = body.get(name)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             budget = max(budget, value)
-    model = parsed.get("model")
-    return Estimate(
-        math.ceil(characters / _CHARACTERS_PER_TOKEN) + budget, model if isinstance(model, str) else None
-    )
+    model = body.get("model")
+    tokens = -(-characters // _CHARACTERS_PER_TOKEN) + budget  # the characters' quarter, rounded up
+    return Estimate(tokens, model if isinstance(model, str) else None)
 
 
 def _characters(value: Any, depth: int) -> int:

@@ -6,7 +6,6 @@ sees a request, a scenario's `rate_limit:`, and the real SDK against a real `sim
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import time
 from collections.abc import Iterator
@@ -155,28 +154,41 @@ def test_the_429_says_what_the_api_says_and_how_long_to_wait() -> None:
 
 def test_tokens_are_input_characters_over_four_plus_the_output_budget() -> None:
     chat = {"model": "m", "messages": [{"role": "user", "content": "x" * 400}], "max_tokens": 50}
-    assert estimate(json.dumps(chat).encode()).tokens == (4 + 400) // 4 + 50  # "user" counts too
+    assert estimate(chat).tokens == (4 + 400) // 4 + 50  # "user" counts too
     responses = {"model": "m", "input": "y" * 40, "instructions": "z" * 4, "max_output_tokens": 7}
-    assert estimate(json.dumps(responses).encode()) == estimate(json.dumps(responses).encode())
-    assert estimate(json.dumps(responses).encode()).tokens == 11 + 7
+    assert estimate(responses).tokens == 11 + 7
     reasoning = {"model": "o3", "messages": [], "max_completion_tokens": 1000}
-    assert estimate(json.dumps(reasoning).encode()).tokens == 1000
-    assert estimate(json.dumps(chat).encode()).model == "m"
+    assert estimate(reasoning).tokens == 1000
+    assert estimate({"messages": "x"}).tokens == 1  # a quarter token is a whole one
+    assert estimate(chat).model == "m"
+    assert estimate({"max_tokens": True, "model": 5, "input": [{"a": None, "b": 1.5}]}) == estimate({})
+
+
+def test_deep_input_is_estimated_without_recursion() -> None:
+    deep: Any = "xxxxxxxx"
+    for _ in range(5000):
+        deep = [deep]
+    assert estimate({"messages": deep, "max_tokens": 3}).tokens == 3  # deeper than any request: not counted
 
 
 @pytest.mark.parametrize(
     "body",
-    [b"", b"not json", b"[1, 2]", b'"text"', b"{" * 100_000, json.dumps({"max_tokens": True}).encode()],
+    [b"", b"not json", b"[1, 2]", b'"text"', b"{" * 100_000, b'{"model": "m", "messages": "\\ud800"}'],
 )
-def test_hostile_bodies_are_estimated_without_raising(body: bytes) -> None:
-    assert estimate(body).tokens == 0
+def test_a_body_the_api_refuses_spends_a_request_and_is_refused_as_before(
+    tmp_path: Path, body: bytes
+) -> None:
+    host = simulator(tmp_path, ANSWERS_ANYTHING, cycle=True, rate_limit=RateLimit(requests=2, tokens=10))
 
+    async def run() -> list[httpx2.Response]:
+        async with httpx2.AsyncClient(transport=transport(host), base_url="http://sim.test") as client:
+            return [await client.post("/v1/chat/completions", content=body) for _ in range(3)]
 
-def test_deep_input_is_estimated_without_recursion() -> None:
-    body = '{"messages": ' + "[" * 900 + '"xxxxxxxx"' + "]" * 900 + ', "max_tokens": 3}'
-    assert estimate(body.encode()).tokens == 3  # deeper than anything the API reads: not counted
-    too_deep = '{"messages": ' + "[" * 100_000 + "]" * 100_000 + "}"
-    assert estimate(too_deep.encode()).tokens == 0
+    refused, again, limited = asyncio.run(run())
+    assert refused.status_code == again.status_code == 400
+    assert refused.headers["x-ratelimit-remaining-tokens"] == "10"
+    assert (limited.status_code, limited.json()["error"]["type"]) == (429, "requests")
+    assert "Rate limit reached for the model (" in limited.json()["error"]["message"]
 
 
 @pytest.mark.parametrize(
