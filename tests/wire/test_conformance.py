@@ -403,3 +403,30 @@ def test_what_the_stored_response_endpoints_serve_conforms(tmp_path: Path) -> No
     assert untolerated("TokenCountsResource", counted.json()) == []
     for error in (bad_page, unknown, refused):
         assert error.status_code in (400, 404) and untolerated("ErrorResponse", error.json()) == []
+
+
+def test_every_error_in_the_apis_words_conforms(tmp_path: Path) -> None:
+    """A scripted error without a type (each status), and each refusal of a broken pairing or a missing id,
+    as the spec's `ErrorResponse`."""
+    statuses = [400, 401, 403, 404, 409, 422, 429, 500, 502, 503]
+    replies = ", ".join(f"{{error: {{status: {status}, message: Said.}}}}" for status in statuses)
+    sim = simulator(tmp_path, f"prompt: p\nreplies: [{replies}]\n")
+    scripted = post(sim, *({"model": "m", "messages": [{"role": "user", "content": "p"}]} for _ in statuses))
+    assert [response.status_code for response in scripted] == statuses
+    user = {"role": "user", "content": "p"}
+    function = {"name": "f", "arguments": "{}"}
+    called = {"role": "assistant", "content": None, "tool_calls": [{"id": "call_9", "type": "function",
+              "function": function}]}  # fmt: skip
+    tool = {"role": "tool", "tool_call_id": "call_9", "content": "x"}
+    chats = [[user, called], [user, tool], [user, {**called, "tool_calls": []}, tool],
+             [user, called, tool, tool], [user, called, {"role": "tool", "content": "x"}]]  # fmt: skip
+    refused = post(simulator(tmp_path, "prompt: p\nreplies: [{content: hi}]\n"),
+                   *({"model": "m", "messages": chat} for chat in chats))  # fmt: skip
+    call = {"type": "function_call", "call_id": "call_9", "name": "f", "arguments": "{}"}
+    inputs = [[user, call], [user, {"type": "function_call_output", "call_id": "call_9", "output": "x"}],
+              [user, call, {"type": "function_call_output", "output": "x"}]]  # fmt: skip
+    refused += post(simulator(tmp_path, "prompt: p\nreplies: [{content: hi}]\n"),
+                    *({"model": "m", "input": items} for items in inputs), path="/v1/responses")  # fmt: skip
+    assert [response.status_code for response in refused] == [400] * 8
+    for response in [*scripted, *refused]:
+        assert untolerated("ErrorResponse", response.json()) == [], response.text
