@@ -67,7 +67,9 @@ def fuzz_test(
     def test(data: st.DataObject) -> None:
         drawer = ReplyDrawer(data, chosen)
         drawn = DrawnAnswerer(
-            lambda asked: drawer.draw(asked.decoded, asked.terms), bound, judged=chosen is Profile.api
+            lambda asked: drawer.draw(asked.decoded, asked.terms, asked.body),
+            bound,
+            judged=chosen is Profile.api,
         )
         run = run_once(checked, _shared_endpoint(), drawn, seconds)
         for name in sorted(drawer.unhonoured):

@@ -3,18 +3,22 @@ shaped by their JSON Schemas: valid most often, then each kind of mistake) and t
 
 A `Profile` says what may be drawn. `api`: only what the real API would send for this request (valid and
 schema-violating arguments, arguments that are not JSON, JSON cut at the token limit, a tool name it was
-not offered, empty text, `length`, `content_filter`, refusals, 429/500/503 with `Retry-After`, cut
-streams), within what the request's terms guarantee: a tool called when `tool_choice` requires it (the
-named one, one of `allowed_tools`), none when it says `none`, one call at a time under
-`parallel_tool_calls: false`, and a strict function's arguments always its schema's unless the reply is cut
-at the token limit. `hostile`: everything, whatever the request says, duplicate call ids, arguments that
-are JSON but not an object, and bodies that are not JSON included. Every draw goes through hypothesis's
-`data.draw`, so a failing run shrinks to its simplest replies.
+not offered, empty text, `length`, `content_filter`, refusals, 429/500/503 with `Retry-After`, a failure
+mid-stream (`response.failed`, Chat's error frame), `context_length_exceeded`, a connection dropped or
+reset before the headers, halfway through a body or after a stream's first events, which the SDK retries
+as it retries the live API's), within what the request's terms guarantee: a tool called when `tool_choice` requires it (the named one, one of
+`allowed_tools`), none when it says `none`, one call at a time under `parallel_tool_calls: false`, and a
+strict function's arguments always its schema's unless the reply is cut at the token limit, or holds
+several calls (where `parallel_tool_calls` is not false the API does not guarantee strict arguments:
+`sim.wire.guarantees.PARALLEL_STRICT`). `hostile`: everything, whatever the request says, duplicate call
+ids, arguments that are JSON but not an object, and bodies that are not JSON included. Every draw goes
+through hypothesis's `data.draw`, so a failing run shrinks to its simplest replies.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from hypothesis import strategies as st
@@ -26,14 +30,18 @@ from sim.fuzz.schema_values import arguments as valid_arguments
 from sim.fuzz.schema_values import mistaken, satisfies
 from sim.fuzz.terms import Profile
 from sim.scenario.schema import ScriptedErrorSpec, ScriptedReplySpec, ScriptedToolCallSpec
+from sim.wire.context_window import CODE as CONTEXT_LENGTH_EXCEEDED
+from sim.wire.context_window import context_exceeded
 from sim.wire.tool_choice import ReplyTerms
 
 COUNTED = ("error", "malformed", "cut")
 """Reply kinds after which a target may raise: its exception is counted, not a finding."""
 
 _TROUBLE = {
-    Profile.api: ["empty", "length", "content_filter", "refusal", "error", "cut"],
+    Profile.api: ["empty", "length", "content_filter", "refusal", "error", "cut", "stream_error",
+                  "context_length"],
     Profile.hostile: [
+        "context_length",
         "empty",
         "length",
         "content_filter",
@@ -51,6 +59,10 @@ _ARGUMENTS = {
 }
 _STRICT = ("valid", "cut_json")
 """What a strict function's arguments may be under the api profile: the schema's, or cut at the limit."""
+_STRICT_IN_PARALLEL = (*_STRICT, "schema")
+"""... and in a reply of several calls where `parallel_tool_calls` is not false: also off its schema."""
+_NEEDS_BODY = frozenset({"context_length"})
+"""Trouble whose words depend on the API: drawn only where the request's body is known."""
 _TEXT_TROUBLE = frozenset({"empty", "length", "content_filter", "refusal"})
 """Trouble that is a text reply: never drawn where the request requires a call."""
 _ERRORS = [
@@ -61,6 +73,11 @@ _ERRORS = [
     ScriptedErrorSpec(status=503, message="The engine is currently overloaded, please try again later.",
                       type="server_error", retry_after=0.001),
 ]  # fmt: skip
+_FAILED_IN_STREAM = ScriptedErrorSpec(
+    status=500, message="The server had an error while processing your request. Sorry about that!",
+    type="server_error", code="server_error", retry_after=0.001, in_stream=True,
+)  # fmt: skip
+"""How the API fails a stream it started (a request that does not stream gets it as a 500)."""
 _REFUSALS = ["I'm sorry, but I can't help with that.", "I can't assist with that request."]
 _TEXT = st.text(min_size=1, max_size=40).filter(str.strip)
 _JSON_VALUES = st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=12)
@@ -72,12 +89,13 @@ FORMAT_NAME = "(response format)"
 
 
 def kind_of(spec: ScriptedReplySpec) -> str:
-    """What a reply is: `error`, `malformed`, `cut`, `calls`, `final` (text that ends a run), or `other`."""
+    """What a reply is: `error`, `malformed`, `cut` (a network fault on its way), `calls`, `final` (text
+    that ends a run), or `other`."""
     if spec.error is not None:
         return "error"
     if spec.malformed:
         return "malformed"
-    if spec.cut_after_chunks is not None:
+    if spec.cut_after_chunks is not None or spec.fault is not None:
         return "cut"
     if spec.tool_calls:
         return "calls"
@@ -99,13 +117,19 @@ class ReplyDrawer:
         self.unhonoured: set[str] = set()
         self.format = ReplyTerms()
         """The terms of the request being answered, for its text's format."""
+        self.body: Mapping[str, Any] | None = None
+        """The body of the request being answered, where known: what an error's words depend on."""
         """Tools whose valid arguments could not be drawn: their schema asks what the generator cannot meet
         (the call was sent off its schema where the function is not strict, cut at the limit where it is)."""
 
-    def draw(self, request: ModelRequest, terms: ReplyTerms | None = None) -> ScriptedReplySpec:
+    def draw(
+        self, request: ModelRequest, terms: ReplyTerms | None = None, body: Mapping[str, Any] | None = None
+    ) -> ScriptedReplySpec:
         """The reply to `request`, within `terms` under the api profile (what the API guarantees it); with
         hosted tools offered, the items they produce in the spec's shapes (`NotSimulated` where sim cannot
-        draw what the API would send)."""
+        draw what the API would send). `body`, the request as sent, lets errors be drawn in its API's
+        words (`context_length_exceeded`)."""
+        self.body = body
         spec = self._drawn(request, terms)
         if self.profile is Profile.api and terms is not None and terms.hosted and spec.error is None:
             spec = draw_hosted(self.data, terms.hosted, spec, terms.hosted_choice)
@@ -122,7 +146,8 @@ class ReplyDrawer:
         required = terms.choice.required and bool(tools)
         if self.planned is None:
             self.planned = data.draw(st.integers(0, 4), label="turns with calls")
-        troubles = [t for t in _TROUBLE[self.profile] if not (required and t in _TEXT_TROUBLE)]
+        troubles = [t for t in _TROUBLE[self.profile] if not (required and t in _TEXT_TROUBLE)
+                    and (self.body is not None or t not in _NEEDS_BODY)]  # fmt: skip
         if self.format.text_schema is not None or self.format.json_object:
             troubles = [t for t in troubles if t != "empty"]  # a structured text is never empty
         trouble = data.draw(st.sampled_from([None] * 8 + troubles), label="trouble")
@@ -155,14 +180,25 @@ class ReplyDrawer:
             return ScriptedReplySpec(refusal=data.draw(st.sampled_from(_REFUSALS), label="refusal"))
         if trouble == "error":
             return ScriptedReplySpec(error=data.draw(st.sampled_from(_ERRORS), label="error"))
+        if trouble == "stream_error" and self.profile is Profile.api:
+            return ScriptedReplySpec(error=_FAILED_IN_STREAM)
         if trouble == "stream_error":
             error = data.draw(st.sampled_from(_ERRORS), label="error").model_copy(update={"in_stream": True})
             return ScriptedReplySpec(error=error)
+        if trouble == "context_length":
+            over = data.draw(st.integers(1, 50_000), label="tokens over")
+            exceeded = context_exceeded(self.body or {}, over)
+            return ScriptedReplySpec(error=ScriptedErrorSpec(
+                status=400, message=exceeded.message, type="invalid_request_error",
+                code=CONTEXT_LENGTH_EXCEEDED, param=exceeded.param))  # fmt: skip
         if trouble == "malformed":
             return ScriptedReplySpec(content="(never sent)", malformed=True)
         replied = self._calls(tools, terms) if tools else self._final()
-        cut = data.draw(st.integers(0, 3), label="chunks before the cut")
-        return replied.model_copy(update={"cut_after_chunks": cut})
+        fault = data.draw(st.sampled_from(["drop", "reset"]), label="network fault")
+        if data.draw(st.booleans(), label="before the headers"):
+            return replied.model_copy(update={"fault": fault})
+        cut = data.draw(st.integers(0, 3), label="chunks before the fault")  # a body: halfway
+        return replied.model_copy(update={"fault": fault, "cut_after_chunks": cut})
 
     def _calls(self, tools: list[ToolSpec], terms: ReplyTerms) -> ScriptedReplySpec:
         data = self.data
@@ -179,7 +215,7 @@ class ReplyDrawer:
                 continue
             kinds = _ARGUMENTS[self.profile]
             if self.profile is Profile.api and tool.name in terms.strict:
-                kinds = [kind for kind in kinds if kind in _STRICT]
+                kinds = [kind for kind in kinds if kind in (_STRICT_IN_PARALLEL if count > 1 else _STRICT)]
             if self.profile is Profile.api and (terms.choice.required or terms.choice.allowed is not None):
                 kinds = [kind for kind in kinds if kind != "unknown_tool"]  # the request says what is called
             how = data.draw(st.sampled_from(kinds), label="arguments")

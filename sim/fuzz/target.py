@@ -272,7 +272,7 @@ def fuzz_target(
     `on_run` is told when a run ends, `on_draw` of each reply drawn (the request's number, the reply)."""
 
     def draw(drawer: ReplyDrawer, asked: Asked) -> ScriptedReplySpec:
-        spec = drawer.draw(asked.decoded, asked.terms)
+        spec = drawer.draw(asked.decoded, asked.terms, asked.body)
         if on_draw is not None:
             on_draw(asked.number, spec)
         return spec

@@ -75,6 +75,9 @@ class ScriptedErrorSpec(_Strict):
         " status and code (docs/errors.md).",
     )
     code: str | None = Field(None, description="The API's error code.")
+    param: str | None = Field(
+        None, description="The parameter the error names, e.g. `messages` (Chat) or `input` (Responses)."
+    )
     retry_after: float | None = Field(None, ge=0, description="Seconds, as sent in `Retry-After`.")
     in_stream: bool = Field(
         False,

@@ -35,8 +35,21 @@ def _text_format(asked: Asked, reply: ModelReply) -> str | None:
     return format_problem(asked.terms, reply)
 
 
+PARALLEL_STRICT = (
+    "Structured Outputs is not compatible with parallel function calls. When a parallel function call is"
+    " generated, it may not match supplied schemas. Set parallel_tool_calls: false to disable parallel"
+    " function calling."
+)
+"""What OpenAI says of strict functions called in parallel (its Structured Outputs announcement,
+openai.com/index/introducing-structured-outputs-in-the-api, "Limitations and restrictions"; the
+function-calling guide's parallel section says as much): the guarantee holds for one call at a time."""
+
+
 def _strict_arguments(asked: Asked, reply: ModelReply) -> str | None:
-    """A strict function's arguments match its schema (unless the reply is cut at the token limit)."""
+    """A strict function's arguments match its schema (unless the reply is cut at the token limit, or
+    holds several calls where `parallel_tool_calls` is not false: `PARALLEL_STRICT`)."""
+    if asked.terms.parallel and len(reply.message.tool_calls) > 1:
+        return None
     return strict_arguments_problem(asked.terms, reply)
 
 

@@ -297,21 +297,41 @@ def one_call_at_a_time(client: OpenAI, prompt: str) -> str | None:
     return _careful_chat(client, prompt, asked=lambda turn: {"parallel_tool_calls": False}, check=check)
 
 
+ONE_CALL_AT_A_TIME = {"parallel_tool_calls": False}
+"""What a loop that trusts strict arguments must send: the API guarantees them only one call at a time
+("Structured Outputs is not compatible with parallel function calls. When a parallel function call is
+generated, it may not match supplied schemas. Set parallel_tool_calls: false ...")."""
+
+
 def trusts_strict_arguments(client: OpenAI, prompt: str) -> str | None:
-    """Relies on a strict tool (Structured Outputs): the arguments of a call that finished are the schema's,
-    read without checks; a cut reply is not read."""
+    """Relies on a strict tool (Structured Outputs) with `parallel_tool_calls: false`: the arguments of a
+    call that finished are the schema's, read without checks; a cut reply is not read."""
 
     def unchecked(call: Any) -> str:
         return f"{json.loads(call.function.arguments)['city']}: sunny"  # the schema says so
+
+    return _careful_chat(
+        client, prompt, result=unchecked, tools=STRICT_TOOLS, asked=lambda turn: ONE_CALL_AT_A_TIME
+    )
+
+
+def trusts_strict_arguments_in_parallel(client: OpenAI, prompt: str) -> str | None:
+    """Bug: relies on a strict tool's arguments while leaving parallel calls on, where the API does not
+    guarantee them (`ONE_CALL_AT_A_TIME`)."""
+
+    def unchecked(call: Any) -> str:
+        return f"{json.loads(call.function.arguments)['city']}: sunny"
 
     return _careful_chat(client, prompt, result=unchecked, tools=STRICT_TOOLS)
 
 
 def _trusting_responses(client: OpenAI, prompt: str, tools: Any, read: Callable[[Any], str]) -> str | None:
-    """A Responses loop that reads each finished call's arguments with `read`, unchecked."""
+    """A Responses loop that reads each finished call's arguments with `read`, unchecked, asking for one call
+    at a time (`ONE_CALL_AT_A_TIME`: the API guarantees strict arguments only then)."""
     return _careful_responses(
-        client, prompt, tools=tools, result=lambda call: read(json.loads(call.arguments))
-    )
+        client, prompt, tools=tools, result=lambda call: read(json.loads(call.arguments)),
+        asked=lambda turn: ONE_CALL_AT_A_TIME,
+    )  # fmt: skip
 
 
 def trusts_strict_responses_arguments(client: OpenAI, prompt: str) -> str | None:
