@@ -437,6 +437,28 @@ def test_metadata_past_the_api_bounds_is_refused(
     asyncio.run(run())
 
 
+def test_a_call_left_unanswered_in_a_conversation_is_refused_when_it_is_continued(tmp_path: Path) -> None:
+    """Items added through the items endpoint are not paired when added (as the API takes them); a response
+    continuing the conversation is refused until the call is answered."""
+
+    async def run() -> None:
+        sdk = client(host(tmp_path))
+        call: Any = {"type": "function_call", "call_id": "call_9", "name": "lookup", "arguments": "{}"}
+        made = await sdk.conversations.create(items=[{"role": "user", "content": "Weather?"}, call])
+        with pytest.raises(openai.BadRequestError) as unanswered:
+            await sdk.responses.create(model="m", conversation=made.id, input="Hello")
+        assert "call_9" in error(unanswered)[1]
+        answer: Any = [{"type": "function_call_output", "call_id": "call_9", "output": "sunny"}]
+        reply = await sdk.responses.create(model="m", conversation=made.id, input=answer)
+        assert reply.output_text == "Hi there."
+        orphan: Any = [{"type": "function_call_output", "call_id": "call_7", "output": "x"}]
+        await sdk.conversations.items.create(made.id, items=orphan)
+        with pytest.raises(openai.BadRequestError):
+            await sdk.responses.create(model="m", conversation=made.id, input="Again")
+
+    asyncio.run(run())
+
+
 def test_a_deleted_conversation_cannot_be_used(tmp_path: Path) -> None:
     async def run() -> None:
         sdk = client(host(tmp_path))

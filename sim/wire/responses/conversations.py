@@ -51,6 +51,8 @@ class Conversation:
     size: int = _CONVERSATION_BYTES
     messages: SharedPrefix | None = None
     """Its items read as messages, kept while nothing but a response continuing it changed them."""
+    checked: bool = False
+    """Whether `messages` are known to pair up to their last (a response's conversation and its reply)."""
 
     def resource(self) -> dict[str, Any]:
         """The `conversation` object the API answers with."""
@@ -108,6 +110,7 @@ class ConversationStore:
         """`items` added at its end (read as messages again when next continued)."""
         self._added(conversation, items)
         conversation.messages = None
+        conversation.checked = False
         self._fit()
 
     def _added(self, conversation: Conversation, items: list[dict[str, Any]]) -> None:
@@ -126,6 +129,7 @@ class ConversationStore:
         """`items` added by a response that continued it, `read` what it now reads as (None: read again)."""
         self._added(conversation, items)
         conversation.messages = read
+        conversation.checked = read is not None
         self._fit()
 
     def remove(self, conversation: Conversation, item_id: str) -> bool:
@@ -137,6 +141,7 @@ class ConversationStore:
         conversation.size -= weight
         self.bytes -= weight
         conversation.messages = None
+        conversation.checked = False
         return True
 
     def delete(self, conversation_id: str) -> bool:
@@ -304,8 +309,9 @@ class Conversations:
                 raise RefusedError(_duplicate(str(item["id"])))
         if found.messages is None:
             found.messages = SharedPrefix(messages_from_items(list(found.items.values()), self._referenced))
-        for message in found.messages[:-1]:  # the last is checked with what the request adds
-            pairing.check(message)
+        if not found.checked:  # items were added or deleted since a response last continued it
+            for message in found.messages[:-1]:  # the last is checked with what the request adds
+                pairing.check(message)
         return found.messages
 
     def kept(self, asked: Asked, wire: dict[str, Any], reply: AssistantMessage) -> None:
