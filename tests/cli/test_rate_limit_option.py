@@ -42,3 +42,28 @@ def test_the_option_is_in_the_help() -> None:
     result = in_process("serve", "--help")
     assert result.returncode == 0
     assert "--rate-limit" in result.stdout
+
+
+LIMITED = """
+name: echo-42 limited
+prompt: Run `echo 42` and tell me the result.
+tools: [shell]
+approvals: allow
+rate_limit: requests=1/min
+commands:
+  - {command: echo 42, output: "42", exit_code: 0}
+replies:
+  - tool_calls: [{id: call_1, name: shell, arguments: {command: echo 42}}]
+  - content: The command printed 42.
+expect: {outcome: completed, final_text: The command printed 42.}
+"""
+
+
+def test_sim_play_through_the_sdk_meets_the_scenarios_rate_limit(tmp_path: Path) -> None:
+    scenario = tmp_path / "limited.yaml"
+    scenario.write_text(LIMITED)
+    through_sdk = in_process("play", scenario, "--via", "sdk")
+    assert through_sdk.returncode == 1
+    assert "HTTP 429: Rate limit reached for sim-model" in through_sdk.stdout + through_sdk.stderr
+    direct = in_process("play", scenario)  # no HTTP between: no limit to meet
+    assert direct.returncode == 0, direct.stdout + direct.stderr
