@@ -101,6 +101,21 @@ def test_include_is_honoured_on_retrieve_as_on_create(tmp_path: Path) -> None:
     assert included.output_text == created.output_text and included.usage == created.usage
 
 
+def test_reasoning_retrieved_with_its_encrypted_content_can_be_sent_back(tmp_path: Path) -> None:
+    sim = simulator(tmp_path, REASONING + "  - content: Again.\n", cycle=True)
+
+    async def conversation(client: AsyncOpenAI) -> Any:
+        created = await client.responses.create(model="m", input="p", tools=[TOOL])
+        included = await client.responses.retrieve(created.id, include=["reasoning.encrypted_content"])
+        reasoning = included.output[0].model_dump(exclude_none=True)
+        history: Any = [{"role": "user", "content": "p"}, reasoning, {"role": "user", "content": "and?"}]
+        return reasoning, await client.responses.create(model="m", input=history, tools=[TOOL], store=False)
+
+    reasoning, again = talk(sim, conversation)
+    assert reasoning["encrypted_content"] and "summary" in reasoning
+    assert again.status == "completed"
+
+
 def test_an_unknown_deleted_or_unstored_response_is_not_found(tmp_path: Path) -> None:
     async def conversation(client: AsyncOpenAI) -> Any:
         kept = await client.responses.create(model="m", input="p")

@@ -55,12 +55,12 @@ _ITEM_PREFIX = {"message": "msg", "function_call": "fc", "function_call_output":
 
 @dataclass(slots=True)
 class StoredResponse:
-    """A kept response: its body as it ends, the request that asked it, the reply as served (for `include`
-    asked when it is retrieved), and, run in the background, where it stands."""
+    """A kept response: its body as it ends, the request that asked it, the reply as answered (served again
+    for `include` asked when it is retrieved), and, run in the background, where it stands."""
 
     final: dict[str, Any]
     request: dict[str, Any]
-    served: ModelReply
+    reply: ModelReply
     refusal: bool
     background: bool
     streamed: bool
@@ -139,7 +139,7 @@ class Lifecycle:
         """Retrieve (and resume its stream), delete, cancel, list input items, count input tokens."""
 
     def kept(
-        self, asked: Asked, wire: dict[str, Any], served: ModelReply, *, refusal: bool, stored: bool
+        self, asked: Asked, wire: dict[str, Any], reply: ModelReply, *, refusal: bool, stored: bool
     ) -> dict[str, Any]:
         """Keep `wire` (the response as it ends) beside its stored conversation, and what to send now: the
         response `queued` when it runs in the background and is not streamed, else `wire`."""
@@ -149,7 +149,7 @@ class Lifecycle:
         streamed = bool(asked.body.get("stream"))
         status = "queued" if background else str(wire["status"])
         ready_at = time.monotonic() + asked.latency
-        record = StoredResponse(wire, asked.body, served, refusal, background, streamed, ready_at, status,
+        record = StoredResponse(wire, asked.body, reply, refusal, background, streamed, ready_at, status,
                                 asked.number)  # fmt: skip
         self.protocol.store.keep(wire["id"], record, _weight(asked.body))
         return _pending(wire, "queued", asked.body) if background and not streamed else wire
@@ -193,7 +193,7 @@ class Lifecycle:
             return shown
         request = {**stored.request, "include": [*asked, *added]}
         response_id = str(shown["id"])
-        served = self.protocol._served(stored.served, response_id, request)
+        served = self.protocol.served_again(stored.reply, response_id, request)
         output = response_to_wire(served, response_id=response_id, created=CREATED, model=str(shown["model"]),
                                   usage=None, request=request)["output"]  # fmt: skip
         if stored.refusal:

@@ -284,7 +284,16 @@ class ResponsesProtocol:
                     ]
         if "conversation" in asked.body:
             self.conversations.kept(asked, wire, served.message)
-        return self.lifecycle.kept(asked, wire, served, refusal=refusal, stored=stored)
+        return self.lifecycle.kept(asked, wire, reply, refusal=refusal, stored=stored)
+
+    def served_again(self, reply: ModelReply, response_id: str, body: dict[str, Any]) -> ModelReply:
+        """`reply` (as answered) served again to `body` as `reply` serves it (a stored response retrieved
+        with more `include`), its reasoning items remembered as served now (sent back, they are its own)."""
+        served = self._served(_hosted_minted(reply, response_id), response_id, body)
+        for item in served.message.reasoning:
+            if item.id is not None:
+                self._reasoning[item.id] = _ServedReasoning(item, stored=True)
+        return served
 
     def _served(self, reply: ModelReply, response_id: str, body: dict[str, Any]) -> ModelReply:
         """The reply with its reasoning as served: an id, encrypted content when the request asked, and its
