@@ -38,7 +38,10 @@ ERRORS: tuple[dict[str, Any], ...] = (
     {"status": 429, "message": "Rate limit reached", "type": "requests", "retry_after": 1},
     {"status": 500, "message": "Server error", "type": "server_error"},
     {"status": 400, "message": "Bad request", "type": "invalid_request_error"},
-)
+    {"status": 400, "message": "Your input exceeds the context window of this model.",
+     "type": "invalid_request_error", "code": "context_length_exceeded", "param": "input"},
+    {"status": 500, "message": "Server error", "type": "server_error", "in_stream": True},
+)  # fmt: skip
 
 
 def tool_calls() -> st.SearchStrategy[dict[str, Any]]:
