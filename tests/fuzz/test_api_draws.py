@@ -95,7 +95,7 @@ def test_without_the_body_no_context_error_is_drawn() -> None:
     check()
 
 
-STRICT_TOOL = {"name": "get_weather", "parameters": PARAMETERS, "strict": True}
+STRICT_TOOL: Any = {"name": "get_weather", "parameters": PARAMETERS, "strict": True}
 PARALLEL_MISS = """
 prompt: Weather?
 tools: [{name: get_weather}]

@@ -22,9 +22,9 @@ from tests.host.in_process import post, simulator
 from tests.host.processes import served
 
 RECORDINGS = Path(__file__).resolve().parents[3] / "shared" / "real-cassettes"
-TOOL = {"type": "function", "name": "lookup", "strict": False,
+TOOL: Any = {"type": "function", "name": "lookup", "strict": False,
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}  # fmt: skip
-CHAT_TOOL = {"type": "function", "function": {"name": "lookup", "parameters": TOOL["parameters"]}}
+CHAT_TOOL: Any = {"type": "function", "function": {"name": "lookup", "parameters": TOOL["parameters"]}}
 THOUGHT = "The user wants the weather in Paris; look it up."
 SCRIPT = f"""
 prompt: p
@@ -269,10 +269,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 class TestSync:
     def test_sync_client_reads_the_shapes(self, server: str) -> None:
         with OpenAI(base_url=server, api_key="sk-test", max_retries=0) as client:
-            response = client.responses.create(model="m", input="p", tools=[TOOL])  # type: ignore[arg-type]
+            response = client.responses.create(model="m", input="p", tools=[TOOL])
             assert response.output[0].summary == []
             assert response.usage and response.usage.output_tokens_details.reasoning_tokens > 0
-            with client.responses.stream(model="m", input="p", tools=[TOOL],  # type: ignore[arg-type]
+            with client.responses.stream(model="m", input="p", tools=[TOOL],
                                          reasoning={"summary": "concise"}) as stream:  # fmt: skip
                 kinds = [event.type for event in stream]
                 final = stream.get_final_response()
