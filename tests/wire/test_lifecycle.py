@@ -560,3 +560,35 @@ def test_a_cancelled_response_is_continued_from_its_input(tmp_path: Path) -> Non
     assert [type(message).__name__ for message in store.conversation(continued.id)] == [
         "UserMessage", "UserMessage", "AssistantMessage"
     ]  # fmt: skip
+
+
+CUT = """
+prompt: p
+replies:
+  - content: The command printed 42, in the end.
+    cut_after_chunks: 5
+"""
+
+
+def test_a_background_stream_cut_by_the_network_is_resumed_from_its_cursor(tmp_path: Path) -> None:
+    """The connection drops mid-stream (a scripted cut): the SDK raises as it reads; the loop resumes the
+    response's events from the last sequence number it saw and gets the whole reply."""
+    scenario = tmp_path / "cut.yaml"
+    scenario.write_text(CUT)
+    with served(scenario, "--quiet") as (_, url):
+        client = OpenAI(base_url=url, api_key="sk-test", max_retries=0)
+        seen: list[Any] = []
+        with pytest.raises((openai.APIError, httpx2.HTTPError)):  # noqa: PT012
+            for event in client.responses.create(model="m", input="p", background=True, stream=True):
+                seen.append(event)
+        assert len(seen) == 5
+        rest = list(
+            client.responses.retrieve(
+                seen[0].response.id, stream=True, starting_after=seen[-1].sequence_number
+            )
+        )
+        whole = [*seen, *rest]
+        assert [event.sequence_number for event in whole] == list(range(len(whole)))
+        assert whole[-1].type == "response.completed"
+        assert whole[-1].response.output_text == "The command printed 42, in the end."
+        assert client.responses.retrieve(seen[0].response.id).status == "completed"
