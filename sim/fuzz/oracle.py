@@ -105,7 +105,7 @@ def expect(scenario: Scenario, answers: Answers | None = None) -> Expected:
     for turn, (reply, ids) in enumerate(zip(scenario.replies, scenario.call_ids(), strict=True), 1):
         expected.turns = turn
         expected.offered.append(list(available))
-        if reply.error is not None or reply.malformed or reply.cut_after_chunks is not None:
+        if reply.error is not None or reply.malformed or reply.cut_after_chunks is not None or reply.fault:
             expected.outcome = "api_error"
             return expected
         finish = reply.finish()

@@ -2,17 +2,17 @@
 shaped by their JSON Schemas: valid most often, then each kind of mistake) and the calls made so far.
 
 A `Profile` says what may be drawn. `api`: only what the real API would send for this request (valid and
-schema-violating arguments, arguments that are not JSON, JSON cut at the token limit, a tool name it was
-not offered, empty text, `length`, `content_filter`, refusals, 429/500/503 with `Retry-After`, a failure
-mid-stream (`response.failed`, Chat's error frame), `context_length_exceeded`, a connection dropped or
-reset before the headers, halfway through a body or after a stream's first events, which the SDK retries
-as it retries the live API's), within what the request's terms guarantee: a tool called when `tool_choice` requires it (the named one, one of
-`allowed_tools`), none when it says `none`, one call at a time under `parallel_tool_calls: false`, and a
-strict function's arguments always its schema's unless the reply is cut at the token limit, or holds
-several calls (where `parallel_tool_calls` is not false the API does not guarantee strict arguments:
-`sim.wire.guarantees.PARALLEL_STRICT`). `hostile`: everything, whatever the request says, duplicate call
-ids, arguments that are JSON but not an object, and bodies that are not JSON included. Every draw goes
-through hypothesis's `data.draw`, so a failing run shrinks to its simplest replies.
+schema-violating arguments, arguments that are not JSON, JSON cut at the token limit, a tool name it was not
+offered, empty text, `length`, `content_filter`, refusals, 429/500/503 with `Retry-After`, a failure
+mid-stream (`response.failed`, Chat's error frame), `context_length_exceeded`, a connection dropped or reset
+before the headers, halfway through a body or after a stream's first events, which the SDK retries as it
+retries the live API's), within what the request's terms guarantee: a tool called when `tool_choice` requires
+it (the named one, one of `allowed_tools`), none when it says `none`, one call at a time under
+`parallel_tool_calls: false`, and a strict function's arguments always its schema's unless the reply is cut at
+the token limit, or holds several calls (where `parallel_tool_calls` is not false the API does not guarantee
+strict arguments: `sim.wire.guarantees.PARALLEL_STRICT`). `hostile`: everything, whatever the request says,
+duplicate call ids, arguments that are JSON but not an object, and bodies that are not JSON included. Every
+draw goes through hypothesis's `data.draw`, so a failing run shrinks to its simplest replies.
 """
 
 from __future__ import annotations
@@ -38,8 +38,16 @@ COUNTED = ("error", "malformed", "cut")
 """Reply kinds after which a target may raise: its exception is counted, not a finding."""
 
 _TROUBLE = {
-    Profile.api: ["empty", "length", "content_filter", "refusal", "error", "cut", "stream_error",
-                  "context_length"],
+    Profile.api: [
+        "empty",
+        "length",
+        "content_filter",
+        "refusal",
+        "error",
+        "cut",
+        "stream_error",
+        "context_length",
+    ],
     Profile.hostile: [
         "context_length",
         "empty",
