@@ -31,8 +31,10 @@ def test_the_api_profile_draws_only_what_the_api_sends(data: st.DataObject) -> N
         reply = drawer.draw(REQUEST)
         assert not reply.malformed
         # a stream fails as the API fails one (a 500 `server_error`: `response.failed`, Chat's error frame)
-        assert reply.error is None or (reply.error.status in (429, 500, 503)
-                                       and (not reply.error.in_stream or reply.error.code == "server_error"))
+        assert reply.error is None or (
+            reply.error.status in (429, 500, 503)
+            and (not reply.error.in_stream or reply.error.code == "server_error")
+        )
         for call in reply.tool_calls:
             assert call.id is not None
             ids.append(call.id)

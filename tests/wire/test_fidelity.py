@@ -470,7 +470,9 @@ class TestResponsesShape:
         async def conversation(client: AsyncOpenAI) -> Any:
             kinds, added = [], []
             asked = {"summary": "auto"}  # the API streams a summary only when asked
-            async with client.responses.stream(model="m", input="p", tools=[LOOKUP], reasoning=asked) as stream:
+            async with client.responses.stream(
+                model="m", input="p", tools=[LOOKUP], reasoning=asked
+            ) as stream:
                 async for event in stream:
                     kinds.append(event.type)
                     if event.type == "response.output_item.added" and event.item.type == "reasoning":

@@ -31,10 +31,11 @@ def test_a_stateless_conversation_with_reasoning_sent_back(tmp_path: Path) -> No
     sim = simulator(tmp_path, SCRIPT)
 
     async def conversation(client: AsyncOpenAI) -> Any:
+        # the API serves a summary only when asked (`summary: []` otherwise)
         first = await client.responses.create(
             model="m", input="Weather in Paris?", tools=[TOOL], store=False,
             include=["reasoning.encrypted_content"], reasoning={"summary": "auto"},
-        )  # fmt: skip  (the API serves a summary only when asked: `summary: []` otherwise)
+        )  # fmt: skip
         reasoning, call = first.output
         assert reasoning.type == "reasoning" and call.type == "function_call"
         assert reasoning.encrypted_content and reasoning.summary[0].text.startswith("The user wants")
