@@ -3,10 +3,11 @@ reasoning, message and function call items to and from the core messages); `clie
 incrementally, stateless or chained, and replies decoded, checked and assembled from streams: what the SDK
 adapter uses); `reading.py` (request bodies read back into core messages and tools, as the API checks them);
 `rendering.py` (a reply written as the `response` object and its events); `protocol.py` (the server side,
-`ResponsesProtocol`: requests parsed, chained and checked once, replies kept for chains); `recorded.py`
-(recorded bodies read for generic code, the stream's text pieces, and drift's carry-forward). Here: the
-API's paths and where its conversation sits, which `sim.wire.registry.CODECS` names with the rest of its one
-`Codec`.
+`ResponsesProtocol`: requests parsed, chained and checked once, replies kept for chains); `lifecycle.py`
+(stored responses retrieved, deleted, cancelled, their input items and token counts, background mode);
+`recorded.py` (recorded bodies read for generic code, the stream's text pieces, and drift's carry-forward).
+Here: the API's paths and where its conversation sits, which `sim.wire.registry.CODECS` names with the rest
+of its one `Codec`.
 
 The system prompt is `instructions`; the history is `input` items (`message`, `function_call` with its
 `call_id`, `function_call_output`, and `reasoning` items sent back as the model returned them); tools
