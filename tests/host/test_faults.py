@@ -23,12 +23,18 @@ import pytest
 from agents import Agent, Runner, function_tool, set_tracing_disabled
 from agents.models.openai_responses import OpenAIResponsesModel
 
+from sim.adapters.openai_chat import OpenAIChatModel
+from sim.core.errors import ModelConnectionError
+from sim.core.loop import AgentRunner
 from sim.host.answers import Answer, Received
 from sim.host.app import Host
 from sim.host.serve import AppServer, base_url, listen
 from sim.host.transport import transport
+from sim.player import Via, connect
 from sim.scenario import load_scenario
-from sim.scenario.answerer import ScriptAnswerer
+from sim.scenario.answerer import ScriptAnswerer, scenario_host
+from sim.scenario.world import build_world
+from sim.wire import Api
 
 set_tracing_disabled(True)  # tracing would send each run to OpenAI's servers
 
@@ -347,3 +353,47 @@ class TestHostile:
         assert len(switched.retries) == 48
         models = openai.OpenAI(base_url=url, api_key="sk-sim").models.list()
         assert [model.id for model in models] == ["sim-model"]
+
+
+OUR_LOOP = """
+prompt: Run `echo 42`.
+tools: [shell]
+commands: [{command: echo 42, output: "42"}]
+replies:
+  - tool_calls: [{id: call_1, name: shell, arguments: {command: echo 42}}]
+  - {content: The command printed 42., cut_after_chunks: 1}
+expect: {outcome: api_error}
+"""
+
+
+@pytest.mark.parametrize("api", [Api.chat, Api.responses])
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize("via", ["sdk", "direct"])
+def test_our_adapters_raise_the_connection_error_and_the_run_keeps_its_history(
+    tmp_path: Path, api: Api, stream: bool, via: Via
+) -> None:
+    path = tmp_path / "loop.yaml"
+    path.write_text(OUR_LOOP)
+    scenario = load_scenario(path)
+    model, script = connect(scenario, via=via, stream=stream, api=api)
+    world = build_world(scenario)
+    runner = AgentRunner(model, world.tools, world.approver, workspace=tmp_path, max_turns=5)
+    ending = asyncio.run(runner.run_to_end("Run `echo 42`."))
+    assert type(ending.error) is ModelConnectionError, ending.error  # never ModelReplyError "not JSON"
+    assert str(ending.error).startswith("Could not reach the model endpoint: peer closed connection")
+    assert [message.role for message in ending.history][-3:] == ["user", "assistant", "tool"]
+    assert ending.outcome == "api_error" and script.problems == [] and script.unused() == []
+
+
+def test_our_adapter_with_retries_recovers_as_the_sdk_does(tmp_path: Path) -> None:
+    path = tmp_path / "loop.yaml"
+    path.write_text(OUR_LOOP.replace("cut_after_chunks: 1}", "fault: reset, drops: 2}"))
+    host = scenario_host(load_scenario(path))
+    http = httpx2.AsyncClient(transport=transport(host))
+    model = OpenAIChatModel.connect(base_url="http://sim.test/v1", api_key="sk-sim", model="sim-model",
+                                    max_retries=2, http_client=http)  # fmt: skip
+    world = build_world(host.answerer.scenario)
+    runner = AgentRunner(model, world.tools, world.approver, workspace=tmp_path, max_turns=5)
+    ending = asyncio.run(runner.run_to_end("Run `echo 42`."))
+    assert ending.error is None and ending.final_text == "The command printed 42."
+    assert host.answerer.problems == [] and host.answerer.unused() == []
