@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,7 +63,18 @@ def served() -> Iterator[Served]:
 
 def _reply(response: httpx2.Response) -> Reply:
     headers = [(k, v) for k, v in response.headers.multi_items() if k not in CONNECTION_HEADERS]
-    return response.status_code, headers, response.content
+    if "openai-processing-ms" not in response.headers:  # a recorded reply: its own headers, exactly
+        return response.status_code, headers, response.content
+    return response.status_code, [(k, _shape(k, v)) for k, v in headers], response.content
+
+
+def _shape(name: str, value: str) -> str:
+    """The values an answer sim makes has of its own (its request id, its time), shown by their shape."""
+    if name == "x-request-id" and re.fullmatch(r"req_[0-9a-f]{32}", value):
+        return "<req_ and 32 hex digits>"
+    if name == "openai-processing-ms" and value.isdigit():
+        return "<whole milliseconds>"
+    return value
 
 
 async def _ask_each(client: httpx2.AsyncClient, requests: list[tuple[str, str, bytes]]) -> list[Reply]:
