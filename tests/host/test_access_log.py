@@ -74,7 +74,8 @@ def test_the_simulator_tells_what_each_request_got(tmp_path: Path) -> None:
     ]  # fmt: skip
     assert told[0].said == "reply 1 of 3: text 'hi'"
     assert told[1].said == "reply 2 of 3: error 503: Busy."
-    assert told[2].said.startswith("invalid_request_error: Invalid request:")
+    missing = "Missing required parameter: 'messages.[0].tool_call_id'."  # the API's words
+    assert told[2].said == f"missing_required_parameter: {missing}"
     assert told[3].said.startswith("sim_expectation_failed: replies[2].expect_request.message_count")
 
 
