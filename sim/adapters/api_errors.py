@@ -7,6 +7,7 @@ loop as the same error whichever way it came."""
 from __future__ import annotations
 
 import email.utils
+import re
 import time
 from collections.abc import Mapping
 
@@ -57,7 +58,12 @@ def stream_broken(cause: BaseException) -> ModelConnectionError:
 
 
 def _worded(cause: BaseException) -> str:
-    return str(cause) or type(cause).__name__  # httpx leaves a reset or a read timeout without words
+    """What happened, as httpx says it: without the byte counts it adds to a body cut short (they depend on
+    the API's body, not on what happened), and by its name where it says nothing (a reset, a timeout)."""
+    return _COUNTS.sub("", str(cause)) or type(cause).__name__
+
+
+_COUNTS = re.compile(r" \(received \d+ bytes, expected \d+\)$")
 
 
 def reply_not_json() -> ModelReplyError:

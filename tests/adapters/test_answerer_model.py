@@ -4,7 +4,6 @@ host hands it: the same replies, and the same typed errors (mapped once, by `sim
 from __future__ import annotations
 
 import asyncio
-import re
 
 import pytest
 import yaml
@@ -90,10 +89,8 @@ def test_a_body_that_is_not_json_is_the_reply_error_the_adapter_raises(name: str
 def test_a_cut_reply_is_the_dropped_connection_the_adapter_raises_without_retries() -> None:
     (kind, message, *_) = answered(scenario(SCRIPTS["cut"]), "direct")
     assert kind is ModelConnectionError
-    assert re.fullmatch(
-        r"Could not reach the model endpoint: peer closed connection without sending complete message body"
-        r" \(received \d+ bytes, expected \d+\)",
-        message,
+    assert message == (
+        "Could not reach the model endpoint: peer closed connection without sending complete message body"
     )
 
 
