@@ -15,6 +15,7 @@ import httpx2
 import openai
 import pytest
 from openai import AsyncOpenAI, OpenAI
+from openai.types.chat import ChatCompletionMessageParam
 
 from sim.host.answers import RawReply, Received
 from sim.host.app import Host
@@ -31,7 +32,7 @@ replies:
   - error: {status: 400, message: Scripted refusal, code: invalid_value}
   - error: {status: 429, message: Slow down, code: rate_limit_exceeded, retry_after: 1}
 """
-USER = [{"role": "user", "content": "hi"}]
+USER: list[ChatCompletionMessageParam] = [{"role": "user", "content": "hi"}]
 
 
 def assert_sim_headers(headers: Any) -> str:
@@ -132,6 +133,7 @@ def test_async_replies_streams_and_errors_carry_a_request_id(tmp_path: Path) -> 
             with pytest.raises(openai.RateLimitError) as limited:
                 await c.chat.completions.create(model="gpt-4o", messages=USER)
             stream = await c.chat.completions.create(model="gpt-4o", messages=USER, stream=True)
+            assert isinstance(stream, openai.AsyncStream)
             chunks = [chunk async for chunk in stream]
             assert chunks[-1].choices[-1].finish_reason == "stop"
             return [
