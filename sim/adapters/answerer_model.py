@@ -18,14 +18,12 @@ from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
-from starlette.responses import JSONResponse
-
 from sim.adapters.api_errors import connection_error, reply_not_json, status_error
 from sim.core.messages import ChatMessage, HistoryView, RequestPairing
 from sim.core.model import ModelReply, ModelRequest, ToolSpec
 from sim.host.answers import Answer, Answerer, ApiError, Problem, RawReply, Received, Refusal
-from sim.host.app import api_error, refusal
-from sim.host.faults import Fault, FaultKind, Where, network_error
+from sim.host.app import refusal
+from sim.host.faults import FaultKind, json_error
 from sim.wire.chat.client import message_to_wire, request_fields, tool_to_wire
 from sim.wire.chat.growing import GrowingConversation, reply_as_read
 from sim.wire.chat.protocol import ChatProtocol
@@ -98,11 +96,9 @@ class AnswererModel:
             )
         if isinstance(answer, ApiError):
             if answer.fault is not None and answer.fault.kind is not FaultKind.stall:
-                error = answer
-                body = api_error(
-                    error.status, error.message, error_type=error.type, code=error.code, param=error.param
-                ).body
-                raise _dropped(answer.fault, body)
+                fields = {"message": answer.message, "type": answer.type, "param": answer.param,
+                          "code": answer.code}  # fmt: skip
+                raise connection_error(json_error(answer.fault, {"error": fields}))
             raise _error(answer)
         asked = request.parsed
         if isinstance(asked, Refusal):
@@ -110,7 +106,7 @@ class AnswererModel:
         fault = answer.faults
         if fault is not None and fault.kind is not FaultKind.stall:  # a stall: pacing, the host's to keep
             wire = self._protocol.reply(answer.reply, asked, refusal=answer.refusal)
-            raise _dropped(fault, JSONResponse(wire).body)
+            raise connection_error(json_error(fault, wire))
         if answer.malformed:
             raise reply_not_json()
         return reply_as_read(answer.reply, asked)
@@ -123,13 +119,6 @@ def _parse(
     request being answered, or the refusal."""
     read = reader.parse(body, request.number, written)
     return refusal(read, request.number) if isinstance(read, Refused) else read
-
-
-def _dropped(fault: Fault, body: bytes | memoryview) -> Exception:
-    """What the SDK adapter raises for `fault` on a body that is not streamed (`body`, as the host writes it)
-    when it does not retry: the connection error, worded as httpx words it."""
-    started = fault.where is Where.mid_body
-    return connection_error(network_error(fault, started=started, sent=len(body) // 2, announced=len(body)))
 
 
 def _error(error: ApiError) -> Exception:

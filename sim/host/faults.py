@@ -33,7 +33,7 @@ from enum import Enum
 from typing import Any
 
 import httpx2
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from sim.host.serve import CONNECTION, ConnectionAborted
@@ -46,6 +46,7 @@ __all__ = [
     "Faulted",
     "Where",
     "faulted",
+    "json_error",
     "network_error",
 ]
 
@@ -125,6 +126,13 @@ def network_error(fault: Fault, *, started: bool, sent: int = 0, announced: int 
     return httpx2.RemoteProtocolError(
         "peer closed connection without sending complete message body (incomplete chunked read)"
     )
+
+
+def json_error(fault: Fault, content: Any) -> Exception:
+    """What a client meets where `fault` strikes a JSON body (`content`, written as the host writes it)."""
+    body = JSONResponse(content).body
+    started = fault.where is Where.mid_body
+    return network_error(fault, started=started, sent=len(body) // 2 if started else 0, announced=len(body))
 
 
 Chunk = bytes | Fault

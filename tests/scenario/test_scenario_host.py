@@ -19,7 +19,7 @@ from sim.adapters.openai_chat import OpenAIChatModel
 from sim.core.errors import ModelConnectionError, ModelReplyError
 from sim.core.problems import ProblemKind
 from sim.host.transport import transport
-from sim.wire.replies import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON, STREAM_ENDED_EARLY
+from sim.wire.replies import REPLY_NOT_JSON, STREAM_CHUNK_NOT_JSON
 from tests.host.in_process import bundled, messages, post, simulator, talk
 
 SYSTEM = {"role": "system", "content": "You are a coding agent."}
