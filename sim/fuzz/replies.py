@@ -25,13 +25,14 @@ from hypothesis import strategies as st
 
 from sim.core.model import ModelRequest, ToolSpec
 from sim.fuzz.custom_inputs import draw_input
-from sim.fuzz.hosted import draw_hosted
+from sim.fuzz.hosted import NotSimulated, draw_hosted
 from sim.fuzz.schema_values import arguments as valid_arguments
 from sim.fuzz.schema_values import mistaken, satisfies
 from sim.fuzz.terms import Profile
 from sim.scenario.schema import ScriptedErrorSpec, ScriptedReplySpec, ScriptedToolCallSpec
 from sim.wire.context_window import CODE as CONTEXT_LENGTH_EXCEEDED
 from sim.wire.context_window import context_exceeded
+from sim.wire.hosted import undrawable
 from sim.wire.tool_choice import ReplyTerms
 
 COUNTED = ("error", "malformed", "cut")
@@ -125,10 +126,10 @@ class ReplyDrawer:
         self.unhonoured: set[str] = set()
         self.format = ReplyTerms()
         """The terms of the request being answered, for its text's format."""
-        self.body: Mapping[str, Any] | None = None
-        """The body of the request being answered, where known: what an error's words depend on."""
         """Tools whose valid arguments could not be drawn: their schema asks what the generator cannot meet
         (the call was sent off its schema where the function is not strict, cut at the limit where it is)."""
+        self.body: Mapping[str, Any] | None = None
+        """The body of the request being answered, where known: what an error's words depend on."""
 
     def draw(
         self, request: ModelRequest, terms: ReplyTerms | None = None, body: Mapping[str, Any] | None = None
@@ -136,9 +137,13 @@ class ReplyDrawer:
         """The reply to `request`, within `terms` under the api profile (what the API guarantees it); with
         hosted tools offered, the items they produce in the spec's shapes (`NotSimulated` where sim cannot
         draw what the API would send). `body`, the request as sent, lets errors be drawn in its API's
-        words (`context_length_exceeded`)."""
+        words (`context_length_exceeded`). A request offering a hosted tool sim cannot simulate is not
+        simulated whatever the reply (an error drawn for it would only put off saying so)."""
         self.body = body
         spec = self._drawn(request, terms)
+        api = self.profile is Profile.api
+        if api and terms is not None and terms.hosted and (why := undrawable(terms.hosted)) is not None:
+            raise NotSimulated(why)
         if self.profile is Profile.api and terms is not None and terms.hosted and spec.error is None:
             spec = draw_hosted(self.data, terms.hosted, spec, terms.hosted_choice)
         return spec

@@ -94,11 +94,15 @@ def test_loops_that_rely_on_what_the_api_guarantees_pass_the_api_profile(loop: C
 def test_a_run_that_asks_for_what_sim_cannot_simulate_is_counted_not_a_finding() -> None:
     """`n: 2` on a follow-up: the API would serve it, sim answers 400 saying it does not; the loop then
     raises (as it would on any 400), and the run is counted as not simulated, never a crash."""
-    campaign = fuzz_target(targets.asks_for_two_choices_later, examples=60, seed=0, profile=Profile.api)
+    drawn: list[Any] = []  # what the api profile drew: its 400s (`context_length_exceeded`) the loop raises
+    campaign = fuzz_target(targets.asks_for_two_choices_later, examples=60, seed=0, profile=Profile.api,
+                           on_draw=lambda _, spec: drawn.append(spec))  # fmt: skip
+    refused = [spec for spec in drawn if spec.error is not None and spec.error.status == 400]
     assert campaign.violations == [] and campaign.vacuous() is None
     assert 0 < campaign.unsimulated < campaign.runs
     assert campaign.unsimulated_example is not None and "n must be 1, not 2" in campaign.unsimulated_example
-    assert "BadRequestError" not in campaign.raised  # counted as not simulated, not as what it raised
+    # sim's own 400 is counted as not simulated, never as what the loop raised (only the drawn 400s are)
+    assert campaign.raised["BadRequestError"] == len(refused)
 
 
 @pytest.mark.parametrize("loop", [targets.requires_a_tool, targets.trusts_strict_arguments],
