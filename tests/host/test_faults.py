@@ -152,6 +152,20 @@ def test_a_raw_sdk_loop_recovers_from_dropped_connections_through_the_sdks_own_r
     assert sim.script.problems == [] and sim.script.unused() == []
 
 
+def test_a_sync_raw_sdk_loop_recovers_over_a_real_server(
+    tmp_path: Path, server: tuple[Switched, str]
+) -> None:
+    sim = Sim(tmp_path, LOOP, "server", server)
+    client = openai.OpenAI(base_url=sim.url, api_key="sk-sim", max_retries=2)
+    messages: list[Any] = [{"role": "user", "content": "Weather in Paris?"}]
+    first = client.chat.completions.create(model="m", messages=messages, tools=[WEATHER]).choices[0].message
+    assert first.tool_calls is not None
+    messages += [first.model_dump(exclude_none=True),
+                 {"role": "tool", "tool_call_id": first.tool_calls[0].id, "content": "sunny"}]  # fmt: skip
+    final = client.chat.completions.create(model="m", messages=messages, tools=[WEATHER]).choices[0].message
+    assert final.content == "Sunny in Paris." and sim.retries == [0, 1, 2, 0, 1]
+
+
 @function_tool
 def get_weather(city: str) -> str:
     """The weather in a city."""
