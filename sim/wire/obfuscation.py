@@ -53,10 +53,12 @@ class Padding:
         self._width = width
 
     def __call__(self, text: str) -> str:
-        length = self._width - len(text) if len(text) < self._width else 1 + len(text) % 4
+        size = len(text)
+        length = self._width - size if size < self._width else 1 + size % 4
         start = self._at
-        self._at = (start + length + 1) % _SPAN
-        return _POOL[start : start + length]
+        end = start + length
+        self._at = end + 1 if end < _SPAN else 0
+        return _POOL[start:end]
 
 
 def padded_events(events: Iterable[dict[str, Any]], seed: int) -> None:
@@ -65,19 +67,20 @@ def padded_events(events: Iterable[dict[str, Any]], seed: int) -> None:
     for event in events:
         if event["type"].endswith(".delta"):
             delta = event.get("delta")
-            event["obfuscation"] = pad(delta if isinstance(delta, str) else "")
+            event["obfuscation"] = pad(delta if type(delta) is str else "")
 
 
 def padded_chunks(chunks: Iterable[dict[str, Any]], seed: int) -> None:
     """Each Chat chunk of `chunks` given its `obfuscation` (in place), padding the text it carries."""
     pad = Padding(seed, CHAT_WIDTH)
     for chunk in chunks:
-        choices = chunk.get("choices") or ()
-        delta = choices[0].get("delta") or {} if choices else {}
-        text = delta.get("content") or delta.get("refusal") or ""
+        choices = chunk.get("choices")
+        delta = (choices[0].get("delta") or {}) if choices else {}
         calls = delta.get("tool_calls")
         if calls:
             text = calls[0].get("function", {}).get("arguments") or ""
         elif "function_call" in delta:
             text = delta["function_call"].get("arguments") or ""
+        else:
+            text = delta.get("content") or delta.get("refusal") or ""
         chunk["obfuscation"] = pad(text)
