@@ -64,6 +64,8 @@ class InProcess(httpx2.AsyncBaseTransport):
                 parts.append(bytes(response.body))
             if response.background is not None:
                 await response.background()
+        except httpx2.TransportError:  # a network fault the answer met: what a client sees, always
+            raise
         except Exception:
             if self.raise_app_exceptions:
                 raise

@@ -411,3 +411,17 @@ def test_our_adapter_with_retries_recovers_as_the_sdk_does(tmp_path: Path) -> No
     ending = asyncio.run(runner.run_to_end("Run `echo 42`."))
     assert ending.error is None and ending.final_text == "The command printed 42."
     assert host.answerer.problems == [] and host.answerer.unused() == []
+
+
+def test_in_process_a_fault_is_raised_even_where_app_exceptions_are_answered_500(tmp_path: Path) -> None:
+    path = tmp_path / "drop.yaml"
+    path.write_text("prompt: p\nreplies:\n  - {content: x, fault: drop}\n")
+    host = scenario_host(load_scenario(path))
+
+    async def ask() -> None:
+        async with httpx2.AsyncClient(transport=transport(host, raise_app_exceptions=False)) as client:
+            body = {"model": "m", "messages": [{"role": "user", "content": "p"}]}
+            await client.post("http://sim.test/v1/chat/completions", json=body)
+
+    with pytest.raises(httpx2.RemoteProtocolError, match="Server disconnected without sending a response"):
+        asyncio.run(ask())
