@@ -241,7 +241,7 @@ async def _in_stream(chunks: AsyncIterable[Any], fault: Fault) -> AsyncIterator[
         return
     held: list[bytes] | None = None
     if fault.after_chunks is None:  # half the events: they must be counted first
-        held = [chunk if isinstance(chunk, bytes) else str(chunk).encode() async for chunk in chunks]
+        held = [_bytes(chunk) async for chunk in chunks]
     at = len(held) // 2 if held is not None else fault.after_chunks or 0
     number = 0
     source: AsyncIterable[Any] = _listed(held) if held is not None else chunks
@@ -250,10 +250,14 @@ async def _in_stream(chunks: AsyncIterable[Any], fault: Fault) -> AsyncIterator[
             yield fault
             if fault.kind is not FaultKind.stall:
                 return
-        yield chunk if isinstance(chunk, bytes) else str(chunk).encode()
+        yield _bytes(chunk)
         number += 1
     if number <= at:
         yield fault
+
+
+def _bytes(chunk: str | bytes | memoryview) -> bytes:
+    return chunk.encode() if isinstance(chunk, str) else bytes(chunk)
 
 
 async def _listed(chunks: list[bytes]) -> AsyncIterator[bytes]:
