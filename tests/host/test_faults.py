@@ -425,3 +425,23 @@ def test_in_process_a_fault_is_raised_even_where_app_exceptions_are_answered_500
 
     with pytest.raises(httpx2.RemoteProtocolError, match="Server disconnected without sending a response"):
         asyncio.run(ask())
+
+
+@pytest.mark.parametrize("via", VIAS)
+def test_a_stream_dropped_mid_body_loses_its_second_half(
+    tmp_path: Path, via: str, server: tuple[Switched, str]
+) -> None:
+    script = (
+        "prompt: p\nreplies:\n  - {content: one two three four five six, fault: reset, fault_at: mid_body}\n"
+    )
+    sim = Sim(tmp_path, script, via, server)
+    got: list[Any] = []
+
+    async def read() -> None:
+        stream = await sim.client(max_retries=2).responses.create(model="m", input="p", stream=True)
+        async for event in stream:
+            got.append(event)
+
+    with pytest.raises(openai.APIConnectionError):
+        asyncio.run(read())
+    assert got and got[-1].type != "response.completed" and sim.retries == [0]
