@@ -119,7 +119,9 @@ def parse(protocol: WireProtocol, request: Received) -> Asked | Refusal:
     if not isinstance(body, dict):
         return Refusal(ApiError(400, "The request body must be a JSON object."), None)
     parsed = protocol.parse(body, request.number)
-    return refusal(parsed, request.number) if isinstance(parsed, Refused) else parsed
+    if isinstance(parsed, Refused):
+        return refusal(parsed, request.number)
+    return replace(parsed, size=len(request.body))  # what keeping it weighs beside its conversation
 
 
 A = TypeVar("A", bound=Answerer)
@@ -246,10 +248,12 @@ class Host(Generic[A]):
     async def _resource(
         self, method: str, path: str, query: str, headers: Mapping[str, str], body: bytes
     ) -> Response:
-        """The answer of the endpoint `method path` names (a 404 or 405 when none has it)."""
+        """The answer of the endpoint `method path` names (a 404 when none has it)."""
         found = routed([resource for resource, _ in self.resources], method, path)
-        if isinstance(found, bool):
-            return self._not_served(405 if found else 404, method, path)
+        if found is True:  # the live API answers a method a path does not take as any URL it does not know
+            return api_error(404, f"Invalid URL ({method} {path})")
+        if found is False:
+            return self._not_served(404, method, path)
         resource, params = found
         api = next(protocol.name for known, protocol in self.resources if known is resource)
         self.received += 1

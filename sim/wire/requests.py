@@ -84,6 +84,8 @@ class Asked:
     """Run in the background (answered at once, the reply kept to be polled): its latency is not waited."""
     latency: float = 0.0
     """How long a deferred reply takes to be ready (its scripted latency), seconds."""
+    size: int = 0
+    """How many bytes the body was sent as (0 when not read from bytes): what keeping it weighs, at least."""
 
     @property
     def model(self) -> str:

@@ -70,6 +70,8 @@ class StoredResponse:
     """`queued`, `in_progress`, `cancelled`, or its final status (background); its final status otherwise."""
     number: int
     """The number of the request that asked it (what its stream's obfuscation is drawn from)."""
+    weight: int = 0
+    """What keeping it costs against the store limit (`_weight`)."""
 
     def advanced(self) -> str:
         """Its status after one more retrieve (see the module's docstring)."""
@@ -149,9 +151,11 @@ class Lifecycle:
         streamed = bool(asked.body.get("stream"))
         status = "queued" if background else str(wire["status"])
         ready_at = time.monotonic() + asked.latency
+        # the body as sent counts too: what it holds beside the conversation's text (tools, images, ...)
+        weight = _weight(asked.body) + asked.size
         record = StoredResponse(wire, asked.body, reply, refusal, background, streamed, ready_at, status,
-                                asked.number)  # fmt: skip
-        self.protocol.store.keep(wire["id"], record, _weight(asked.body))
+                                asked.number, weight)  # fmt: skip
+        self.protocol.store.keep(wire["id"], record, weight)
         return _pending(wire, "queued", asked.body) if background and not streamed else wire
 
     def _stored(self, response_id: str) -> StoredResponse | None:
@@ -258,7 +262,7 @@ class Lifecycle:
         conversation = store.conversation(response_id)
         if isinstance(conversation, SharedPrefix) and len(conversation):
             store.put(response_id, SharedPrefix(conversation.shared, len(conversation) - 1))
-            store.keep(response_id, stored, _weight(stored.request))
+            store.keep(response_id, stored, stored.weight)
 
     async def input_items(self, called: Called) -> ResourceAnswer:
         """The request's input items in the API's item shapes (each with an id), a page of them."""
