@@ -1,0 +1,71 @@
+"""What sim answers where the live API's answer is known and sim once differed: each test names the live
+behaviour it holds sim to (found in the spec, the SDK, real recordings or live bodies quoted in public
+reports)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx2
+import openai
+import pytest
+from openai import AsyncOpenAI
+
+from sim.host.transport import transport
+from tests.host.in_process import simulator
+
+SCRIPT = """
+prompt: p
+replies:
+  - content: Done.
+"""
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/v1/responses/resp_sim000001"),
+        ("PUT", "/v1/responses/resp_sim000001"),
+        ("GET", "/v1/responses/resp_sim000001/cancel"),
+        ("PATCH", "/v1/conversations/conv_1"),
+        ("PUT", "/responses/resp_sim000001/input_items"),
+    ],
+)
+def test_another_method_on_an_endpoints_path_is_the_apis_invalid_url_404(
+    tmp_path: Path, method: str, path: str
+) -> None:
+    """The live API answers a method an endpoint's path does not take as it answers any path it does not
+    serve: 404 `Invalid URL (METHOD path)`, `invalid_request_error`, no param or code (never a 405), so the
+    SDK raises `NotFoundError`."""
+    sim = simulator(tmp_path, SCRIPT)
+
+    async def call() -> httpx2.Response:
+        async with httpx2.AsyncClient(transport=transport(sim), base_url="http://sim.test") as http:
+            return await http.request(method, path, json={})
+
+    answer = asyncio.run(call())
+    assert answer.status_code == 404
+    assert answer.json() == {
+        "error": {
+            "message": f"Invalid URL ({method} {path})",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": None,
+        }
+    }
+
+
+def test_the_sdk_raises_not_found_for_a_post_to_a_response(tmp_path: Path) -> None:
+    sim = simulator(tmp_path, SCRIPT)
+
+    async def call() -> None:
+        http = httpx2.AsyncClient(transport=transport(sim))
+        async with AsyncOpenAI(base_url="http://sim.test/v1", api_key="sk-test", http_client=http) as client:
+            await client.responses.create(model="m", input="p")
+            await client.post("/responses/resp_sim000001", cast_to=object, body={})
+
+    with pytest.raises(openai.NotFoundError) as caught:
+        asyncio.run(call())
+    assert caught.value.message.endswith("Invalid URL (POST /v1/responses/resp_sim000001)")
+    assert caught.value.code is None
