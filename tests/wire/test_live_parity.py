@@ -5,7 +5,9 @@ reports)."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
+from typing import Any
 
 import httpx2
 import openai
@@ -69,3 +71,59 @@ def test_the_sdk_raises_not_found_for_a_post_to_a_response(tmp_path: Path) -> No
         asyncio.run(call())
     assert caught.value.message.endswith("Invalid URL (POST /v1/responses/resp_sim000001)")
     assert caught.value.code is None
+
+
+REASONING = """
+prompt: p
+replies:
+  - content: Sunny in Paris.
+    reasoning: The user wants the weather.
+"""
+RECORDED_REASONING = (
+    Path(__file__).resolve().parents[2]
+    / "../shared/real-cassettes/responses"
+    / "pydantic-ai__responses_reasoning_tool_call__stream_reasoning_followup.yaml"
+)
+
+
+def _recorded_reasoning_keys() -> set[str]:
+    if not RECORDED_REASONING.exists():
+        pytest.skip("the real recordings (../shared/real-cassettes) are not here")
+    for line in RECORDED_REASONING.read_text().splitlines():
+        line = line.strip()
+        if line.startswith("data: {") and '"response.output_item.done"' in line:
+            item = json.loads(line.removeprefix("data: "))["item"]
+            if item["type"] == "reasoning":
+                return set(item)
+    raise AssertionError("the recording has no reasoning item")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_reasoning_item_carries_an_empty_content_as_recorded(tmp_path: Path, stream: bool) -> None:
+    """A real recording's reasoning item (no reasoning text asked) has `content: []` beside `summary: []`,
+    in the response and in each streamed item event."""
+    recorded = _recorded_reasoning_keys()
+    assert {"content", "summary"} <= recorded
+    sim = simulator(tmp_path, REASONING)
+
+    async def call() -> list[dict[str, object]]:
+        http = httpx2.AsyncClient(transport=transport(sim))
+        async with AsyncOpenAI(base_url="http://sim.test/v1", api_key="sk-test", http_client=http) as client:
+            include: list[Any] = ["reasoning.encrypted_content"]
+            if not stream:
+                made = await client.responses.create(model="m", input="p", include=include)
+                return [item.model_dump(exclude_unset=True) for item in made.output]
+            items = []
+            async with await client.responses.create(
+                model="m", input="p", include=include, stream=True
+            ) as events:
+                async for event in events:
+                    if event.type in ("response.output_item.added", "response.output_item.done"):
+                        items.append(event.item.model_dump(exclude_unset=True))
+                    if event.type == "response.completed":
+                        items += [item.model_dump(exclude_unset=True) for item in event.response.output]
+            return items
+
+    reasoning = [item for item in asyncio.run(call()) if item["type"] == "reasoning"]
+    assert reasoning and all(item["content"] == [] and item["summary"] == [] for item in reasoning)
+    assert all(recorded <= set(item) for item in reasoning)

@@ -53,7 +53,9 @@ def _items_of(
     items: list[dict[str, Any]] = []
     for n, item in enumerate(parts):
         if isinstance(item, Reasoning):
-            items.append(reasoning_to_wire(item))
+            served = reasoning_to_wire(item)
+            served.setdefault("content", [])  # as real recordings serve it (no reasoning text asked)
+            items.append(served)
             continue
         if isinstance(item, HostedItem):
             items.append(hosted_to_wire(item, include))
