@@ -15,7 +15,7 @@ import string
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sim.wire.requests import Refused
+from sim.wire.requests import Refused, wrong_type
 
 RESPONSES_WIDTH = 16
 """What a Responses delta's text and its padding come to together, in characters."""
@@ -37,9 +37,7 @@ def refused_option(body: Mapping[str, Any]) -> Refused | None:
     value = options.get("include_obfuscation") if isinstance(options, Mapping) else None
     if value is None or isinstance(value, bool):
         return None
-    where = "stream_options.include_obfuscation"
-    message = f"Invalid type for '{where}': expected a boolean, but got {type(value).__name__}."
-    return Refused(message, where, "invalid_type")
+    return wrong_type("stream_options.include_obfuscation", "a boolean", value)
 
 
 class Padding:

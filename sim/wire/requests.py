@@ -167,13 +167,24 @@ _TYPED = (
 )  # fmt: skip
 
 
+_JSON_KINDS = {str: "a string", bool: "a boolean", int: "an integer", float: "a decimal number",
+               list: "an array", dict: "an object", type(None): "null"}  # fmt: skip
+
+
+def wrong_type(param: str, expected: str, value: Any) -> Refused:
+    """`param` of the wrong JSON type, refused in the API's words ("Invalid type for 'stream': expected a
+    boolean, but got a string instead.", as clients quote it)."""
+    got = _JSON_KINDS.get(type(value), "a value")
+    message = f"Invalid type for '{param}': expected {expected}, but got {got} instead."
+    return Refused(message, param, "invalid_type")
+
+
 def refused_type(body: dict[str, Any]) -> Refused | None:
     """The first parameter of the wrong JSON type."""
     for name, kind, label in _TYPED:
         value = body.get(name)
         if value is not None and (not isinstance(value, kind) or (kind is int and isinstance(value, bool))):
-            message = f"Invalid type for '{name}': expected {label}, but got {type(value).__name__}."
-            return Refused(message, name, "invalid_type")
+            return wrong_type(name, label, value)
     return None
 
 

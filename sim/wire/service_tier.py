@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sim.wire.requests import Refused
+from sim.wire.requests import Refused, wrong_type
 
 SERVICE_TIERS = ("auto", "default", "flex", "scale", "priority", "fast")
 """The tiers a request may ask for, as the API (and the SDK's types) list them."""
@@ -25,8 +25,7 @@ def refused_service_tier(body: Mapping[str, Any]) -> Refused | None:
     if tier is None or tier in SERVICE_TIERS:
         return None
     if not isinstance(tier, str):
-        message = f"Invalid type for 'service_tier': expected a string, but got {type(tier).__name__}."
-        return Refused(message, "service_tier", "invalid_type")
+        return wrong_type("service_tier", "a string", tier)
     message = f"Invalid value: '{tier}'. Supported values are: {_listed(SERVICE_TIERS)}."
     return Refused(message, "service_tier", "invalid_value")
 

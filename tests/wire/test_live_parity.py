@@ -127,3 +127,55 @@ def test_a_reasoning_item_carries_an_empty_content_as_recorded(tmp_path: Path, s
     reasoning = [item for item in asyncio.run(call()) if item["type"] == "reasoning"]
     assert reasoning and all(item["content"] == [] and item["summary"] == [] for item in reasoning)
     assert all(recorded <= set(item) for item in reasoning)
+
+
+WRONG_TYPES = [
+    ("/v1/responses", {"background": "yes"}, "background", "a boolean", "a string"),
+    ("/v1/responses", {"stream": "yes"}, "stream", "a boolean", "a string"),
+    ("/v1/chat/completions", {"stream": 1}, "stream", "a boolean", "an integer"),
+    ("/v1/responses", {"store": {}}, "store", "a boolean", "an object"),
+    ("/v1/chat/completions", {"n": 1.5}, "n", "an integer", "a decimal number"),
+    ("/v1/responses", {"service_tier": 1}, "service_tier", "a string", "an integer"),
+    ("/v1/chat/completions", {"service_tier": ["auto"]}, "service_tier", "a string", "an array"),
+    (
+        "/v1/chat/completions",
+        {"stream": True, "stream_options": {"include_obfuscation": "no"}},
+        "stream_options.include_obfuscation",
+        "a boolean",
+        "a string",
+    ),
+    (
+        "/v1/responses",
+        {"stream": True, "stream_options": {"include_obfuscation": 0}},
+        "stream_options.include_obfuscation",
+        "a boolean",
+        "an integer",
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "extra", "param", "expected", "got"), WRONG_TYPES)
+def test_a_parameter_of_the_wrong_type_is_refused_in_the_apis_words(
+    tmp_path: Path, path: str, extra: dict[str, Any], param: str, expected: str, got: str
+) -> None:
+    """The live API says the JSON kind it got, "Invalid type for 'stream': expected a boolean, but got a
+    string instead." (quoted by clients and by parity tables measured against it), not Python's type name."""
+    sim = simulator(tmp_path, SCRIPT)
+    asked: dict[str, Any] = (
+        {"model": "m", "messages": [{"role": "user", "content": "p"}]}
+        if "chat" in path
+        else {"model": "m", "input": "p"}
+    )
+
+    async def call() -> httpx2.Response:
+        async with httpx2.AsyncClient(transport=transport(sim), base_url="http://sim.test") as http:
+            return await http.post(path, json={**asked, **extra})
+
+    answer = asyncio.run(call())
+    assert answer.status_code == 400
+    assert answer.json()["error"] == {
+        "message": f"Invalid type for '{param}': expected {expected}, but got {got} instead.",
+        "type": "invalid_request_error",
+        "param": param,
+        "code": "invalid_type",
+    }

@@ -48,7 +48,7 @@ def test_a_parameter_of_the_wrong_type_is_refused_naming_it(
 ) -> None:
     refused = protocol.parse({**body, "stream": "yes"}, 1)
     assert refused == Refused(
-        "Invalid type for 'stream': expected a boolean, but got str.", "stream", "invalid_type"
+        "Invalid type for 'stream': expected a boolean, but got a string instead.", "stream", "invalid_type"
     )
     assert refused.problem == refused.message
 

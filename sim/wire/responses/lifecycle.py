@@ -23,7 +23,7 @@ from sim.core.messages import AssistantMessage, SharedPrefix
 from sim.core.model import ModelReply
 from sim.wire.chat.protocol import estimate_usage
 from sim.wire.obfuscation import padded_events, wanted
-from sim.wire.requests import CREATED, Asked, Refused
+from sim.wire.requests import CREATED, Asked, Refused, wrong_type
 from sim.wire.resources import Called, EventBody, JsonBody, Resource, ResourceAnswer
 from sim.wire.responses.rendering import events_to_wire, response_to_wire
 from sim.wire.service_tier import asked_tier
@@ -92,8 +92,7 @@ def refused_background(body: dict[str, Any]) -> Refused | None:
     """`background` of the wrong type, or with `store: false` (a background response is kept to be polled)."""
     background = body.get("background")
     if background is not None and not isinstance(background, bool):
-        message = f"Invalid type for 'background': expected a boolean, but got {type(background).__name__}."
-        return Refused(message, "background", "invalid_type")
+        return wrong_type("background", "a boolean", background)
     if background and body.get("store") is False:
         return Refused("background can only be used when `store` is true", "background")
     return None
