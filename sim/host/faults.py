@@ -167,8 +167,13 @@ class Faulted(StreamingResponse):
         async for chunk in self.body_iterator:
             if isinstance(chunk, Fault):
                 if chunk.kind is FaultKind.stall:
-                    if await _stalled(chunk.seconds, receive):
-                        return  # the client gave up: nothing more to send it
+                    if await _stalled(chunk.seconds, receive):  # the client gave up: nothing more to send
+                        aclose = getattr(self.body_iterator, "aclose", None)
+                        if aclose is not None:  # ended now: the access log is told at its end
+                            await aclose()
+                        if self.background is not None:  # it was answered all the same (`--once` ends)
+                            await self.background()
+                        return
                     continue
                 struck = chunk
                 continue

@@ -88,6 +88,9 @@ async def _faulted(response: Faulted, request: httpx2.Request) -> httpx2.Respons
             if waits is not None and waits < chunk.seconds:
                 await asyncio.sleep(waits)
                 struck = chunk
+                aclose = getattr(response.body_iterator, "aclose", None)
+                if aclose is not None:  # given up on: ended now, so the access log is told now
+                    await aclose()
                 break
             await asyncio.sleep(chunk.seconds)
         elif isinstance(chunk, Fault):
