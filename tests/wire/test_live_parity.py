@@ -145,6 +145,13 @@ WRONG_TYPES = [
         "a string",
     ),
     (
+        "/v1/chat/completions",
+        {"stream": True, "stream_options": {"include_usage": "yes"}},
+        "stream_options.include_usage",
+        "a boolean",
+        "a string",
+    ),
+    (
         "/v1/responses",
         {"stream": True, "stream_options": {"include_obfuscation": 0}},
         "stream_options.include_obfuscation",

@@ -32,6 +32,7 @@ from sim.wire.requests import (
     refused_tool_choice,
     refused_type,
     refused_unsupported,
+    wrong_type,
 )
 from sim.wire.resources import Resource
 from sim.wire.sse import frame
@@ -214,11 +215,9 @@ class ChatProtocol:
             message = "The 'stream_options' parameter is only allowed when 'stream' is enabled."
             refused = Refused(message, "stream_options", "invalid_value")
         if refused is None and not isinstance(
-            (body.get("stream_options") or {}).get("include_usage", False), bool
+            usage := (body.get("stream_options") or {}).get("include_usage", False), bool
         ):
-            refused = Refused(
-                "Invalid type for 'include_usage'.", "stream_options.include_usage", "invalid_type"
-            )
+            refused = wrong_type("stream_options.include_usage", "a boolean", usage)
         refused = refused or refused_option(body)
         if refused is not None or (refused := refused_chat_format(body)) is not None:
             return refused
