@@ -186,3 +186,28 @@ def test_a_parameter_of_the_wrong_type_is_refused_in_the_apis_words(
         "param": param,
         "code": "invalid_type",
     }
+
+
+@pytest.mark.parametrize(("limit", "bound"), [(101, "above maximum value. Expected a value <= 100"),
+                                              (0, "below minimum value. Expected a value >= 1")])  # fmt: skip
+def test_a_page_limit_out_of_bounds_is_refused_in_the_apis_words(
+    tmp_path: Path, limit: int, bound: str
+) -> None:
+    """Both list endpoints word a limit out of bounds as the API words any integer out of bounds ("... but
+    got 101 instead.")."""
+    sim = simulator(tmp_path, SCRIPT)
+
+    async def call() -> list[httpx2.Response]:
+        async with httpx2.AsyncClient(transport=transport(sim), base_url="http://sim.test") as http:
+            made = (await http.post("/v1/responses", json={"model": "m", "input": "p"})).json()["id"]
+            conversation = (await http.post("/v1/conversations", json={})).json()["id"]
+            return [
+                await http.get(f"/v1/responses/{made}/input_items", params={"limit": limit}),
+                await http.get(f"/v1/conversations/{conversation}/items", params={"limit": limit}),
+            ]
+
+    for answer in asyncio.run(call()):
+        assert answer.status_code == 400
+        assert (
+            answer.json()["error"]["message"] == f"Invalid 'limit': integer {bound}, but got {limit} instead."
+        )

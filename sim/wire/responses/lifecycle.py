@@ -339,9 +339,8 @@ def _page_asked(called: Called) -> tuple[int, bool, str | None] | Refused:
                        " instead.")  # fmt: skip
             return Refused(message, "limit", "integer_below_min_value")
         if limit > 100:
-            message = (
-                f"Invalid 'limit': integer above maximum value. Expected a value <= 100, but got {limit}."
-            )
+            message = ("Invalid 'limit': integer above maximum value. Expected a value <= 100, but got"
+                       f" {limit} instead.")  # fmt: skip
             return Refused(message, "limit", "integer_above_max_value")
     order = called.first("order") or "desc"
     if order not in ("asc", "desc"):
