@@ -211,3 +211,30 @@ def test_a_page_limit_out_of_bounds_is_refused_in_the_apis_words(
         assert (
             answer.json()["error"]["message"] == f"Invalid 'limit': integer {bound}, but got {limit} instead."
         )
+
+
+def test_an_unknown_include_on_retrieve_is_refused_as_on_create(tmp_path: Path) -> None:
+    """Retrieving a response (or listing its input items) refuses an `include` value the API does not know
+    in the words create refuses it with ("Supported values are: 'a', ..., and 'z'."), naming the query's
+    parameter."""
+    sim = simulator(tmp_path, SCRIPT)
+
+    async def call() -> list[httpx2.Response]:
+        async with httpx2.AsyncClient(transport=transport(sim), base_url="http://sim.test") as http:
+            created = await http.post(
+                "/v1/responses", json={"model": "m", "input": "p", "include": ["bogus"]}
+            )
+            made = (await http.post("/v1/responses", json={"model": "m", "input": "p"})).json()["id"]
+            asked = {"include[]": "bogus"}
+            return [
+                created,
+                await http.get(f"/v1/responses/{made}", params=asked),
+                await http.get(f"/v1/responses/{made}/input_items", params=asked),
+            ]
+
+    created, *retrieved = asyncio.run(call())
+    assert created.status_code == 400
+    assert created.json()["error"]["message"].endswith(", and 'message.output_text.logprobs'.")
+    for answer in retrieved:
+        assert answer.status_code == 400
+        assert answer.json()["error"] == {**created.json()["error"], "param": "include"}

@@ -15,13 +15,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sim.core.json_text import loads
 from sim.core.messages import AssistantMessage, SharedPrefix
 from sim.core.model import ModelReply
 from sim.wire.chat.protocol import estimate_usage
+from sim.wire.hosted import INCLUDABLE, refused_include
 from sim.wire.obfuscation import padded_events, wanted
 from sim.wire.requests import CREATED, Asked, Refused, wrong_type
 from sim.wire.resources import Called, EventBody, JsonBody, Resource, ResourceAnswer
@@ -34,12 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["INCLUDABLE", "Lifecycle", "StoredResponse", "background_events", "refused_background"]
 
-INCLUDABLE = (
-    "file_search_call.results", "web_search_call.results", "web_search_call.action.sources",
-    "message.input_image.image_url", "computer_call_output.output.image_url", "code_interpreter_call.outputs",
-    "reasoning.encrypted_content", "message.output_text.logprobs",
-)  # fmt: skip
-"""What `include` may ask for (the spec's `IncludeEnum`)."""
 
 _PENDING = frozenset({"queued", "in_progress"})
 _RECORD_BYTES = 4_500
@@ -316,12 +311,9 @@ async def _held(frames: list[bytes], ready_at: float) -> AsyncIterator[bytes]:
 
 
 def _refused_include(include: list[str]) -> Refused | None:
-    for value in include:
-        if value not in INCLUDABLE:
-            supported = ", ".join(f"'{known}'" for known in INCLUDABLE)
-            message = f"Invalid value: '{value[:200]}'. Supported values are: {supported}."
-            return Refused(message, "include", "invalid_value")
-    return None
+    """An `include` value the API does not know, refused in create's words (its param the query's)."""
+    refused = refused_include(include)
+    return None if refused is None else replace(refused, param="include")
 
 
 def _page_asked(called: Called) -> tuple[int, bool, str | None] | Refused:
