@@ -73,9 +73,7 @@ class Target:
         """One run of a plain function, with an `OpenAI` client closed afterwards."""
         from sim.fuzz.clients import QuickOpenAI
 
-        with QuickOpenAI(
-            base_url=url, api_key="sim-fuzz", http_client=httpx2.Client(verify=False)
-        ) as client:
+        with QuickOpenAI(base_url=url, api_key="sim-fuzz", http_client=httpx2.Client(verify=False)) as client:
             self.function(client, *self._arguments())
 
 

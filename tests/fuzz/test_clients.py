@@ -76,6 +76,7 @@ def test_the_async_client_retries_as_often_and_quickly(monkeypatch: pytest.Monke
         base_url="http://sim.test/v1",
         http_client=httpx2.AsyncClient(transport=_dropping(2, seen)),
     )
+
     async def listed() -> None:
         await client.models.list()
 
