@@ -216,9 +216,20 @@ def test_a_loop_trusting_strict_arguments_with_parallel_calls_on_is_found() -> N
 def test_a_careful_loop_meets_the_new_draws_and_passes() -> None:
     """Context errors and failed streams end a careful loop's run with the SDK's exception, counted as the
     API's behaviour, never a finding."""
-    drawn: list[Any] = []
-    campaign = fuzz_target(targets.careful, examples=40, seed=1, on_draw=lambda _, spec: drawn.append(spec))
-    assert campaign.violations == [] and campaign.failure is None
-    codes = {spec.error.code for spec in drawn if spec.error is not None}
-    assert {"context_length_exceeded", "server_error"} <= codes
-    assert campaign.raised["BadRequestError"] > 0
+    wanted = {"context_length_exceeded", "server_error"}
+    codes: set[str | None] = set()
+    raised = 0
+    # which troubles one seed's 40 runs draw can differ with the process a suite runs this in (seen under
+    # xdist): campaigns go on, each one judged, until every wanted draw has met the loop
+    for seed in range(1, 5):
+        drawn: list[Any] = []
+        campaign = fuzz_target(
+            targets.careful, examples=40, seed=seed, on_draw=lambda _, spec, kept=drawn: kept.append(spec)
+        )
+        assert campaign.violations == [] and campaign.failure is None
+        codes |= {spec.error.code for spec in drawn if spec.error is not None}
+        raised += campaign.raised["BadRequestError"]
+        if wanted <= codes:
+            break
+    assert wanted <= codes
+    assert raised > 0
