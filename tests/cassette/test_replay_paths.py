@@ -8,10 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx2
 import pytest
@@ -19,11 +17,10 @@ import pytest
 from sim.cassette.reader import read_cassette
 from sim.cassette.recording_answerer import RecordingAnswerer, recording_host
 from sim.core.problems import ProblemKind
-from sim.host.app import Host
-from sim.host.serve import AppServer, base_url, listen
 from sim.host.transport import transport
 from tests.corpus import CORPUS, needs_corpus, real_cassettes
 from tests.scripts import chat_cassette
+from tests.served import Served, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = sorted((ROOT / "cassettes").rglob("*.yaml"))
@@ -35,30 +32,9 @@ in-process transport has no connection to say: everything else must be the same.
 Reply = tuple[int, list[tuple[str, str]], bytes]
 
 
-class Served:
-    """The module's one server on 127.0.0.1, serving whichever host it is given."""
-
-    def __init__(self) -> None:
-        self.host: Host[RecordingAnswerer] | None = None
-        self.server = AppServer(self, listen("127.0.0.1", 0))
-        self.url = base_url(self.server.sock, "")
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        assert self.host is not None
-        await self.host.app(scope, receive, send)
-
-
 @pytest.fixture(scope="module")
 def served() -> Iterator[Served]:
-    one = Served()
-    one.thread.start()
-    while not one.server.server.started:
-        assert one.thread.is_alive(), "the server did not start"
-        threading.Event().wait(0.01)
-    yield one
-    one.server.stop()
-    one.thread.join(timeout=10)
+    yield from serving("")
 
 
 def _reply(response: httpx2.Response) -> Reply:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,6 @@ import pytest
 from openai import AsyncOpenAI, OpenAI
 
 from sim.host.app import Host
-from sim.host.serve import AppServer, base_url, listen
 from sim.host.transport import transport
 from sim.scenario.answerer import ScriptAnswerer
 from sim.wire.chat.growing import GrowingConversation
@@ -26,6 +24,7 @@ from sim.wire.chat.protocol import ChatProtocol
 from sim.wire.error_types import error_type
 from sim.wire.requests import Refused
 from tests.host.in_process import messages, simulator
+from tests.served import Served, serving
 
 INVALID = "invalid_request_error"
 USER: Any = {"role": "user", "content": "Weather in Paris?"}
@@ -43,30 +42,9 @@ def answer(call_id: Any) -> Any:
     return {"role": "tool", "tool_call_id": call_id, "content": "sunny"}
 
 
-class Served:
-    """The module's one server on 127.0.0.1, serving whichever host it is given."""
-
-    def __init__(self) -> None:
-        self.host: Host[ScriptAnswerer] | None = None
-        self.server = AppServer(self, listen("127.0.0.1", 0))
-        self.url = base_url(self.server.sock)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        assert self.host is not None
-        await self.host.app(scope, receive, send)
-
-
 @pytest.fixture(scope="module")
 def served() -> Iterator[Served]:
-    one = Served()
-    one.thread.start()
-    while not one.server.server.started:
-        assert one.thread.is_alive(), "the server did not start"
-        threading.Event().wait(0.01)
-    yield one
-    one.server.stop()
-    one.thread.join(timeout=10)
+    yield from serving()
 
 
 Call = Callable[[Any], Any]

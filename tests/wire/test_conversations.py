@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,10 +18,10 @@ import pytest
 from openai import AsyncOpenAI, OpenAI
 
 from sim.host.app import Host
-from sim.host.serve import AppServer, base_url, listen
 from sim.host.transport import transport
 from sim.scenario.answerer import ScriptAnswerer
 from tests.host.in_process import simulator
+from tests.served import Served, serving
 
 LOOKUP: Any = {
     "type": "function",
@@ -76,38 +75,18 @@ def client(sim: Host[Any]) -> AsyncOpenAI:
     return AsyncOpenAI(base_url="http://sim.test/v1", api_key="sk-test", max_retries=0, http_client=http)
 
 
-class Served:
-    """The module's one server on 127.0.0.1, serving whichever host it is given."""
-
-    def __init__(self) -> None:
-        self.host: Host[Any] | None = None
-        self.server = AppServer(self, listen("127.0.0.1", 0))
-        self.url = base_url(self.server.sock, "/v1")
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        assert self.host is not None
-        await self.host.app(scope, receive, send)
-
-    def client(self, sim: Host[Any]) -> OpenAI:
-        self.host = sim
-        return OpenAI(base_url=self.url, api_key="sk-test", max_retries=0)
-
-
 @pytest.fixture(scope="module")
 def served() -> Iterator[Served]:
-    one = Served()
-    one.thread.start()
-    while not one.server.server.started:
-        assert one.thread.is_alive(), "the server did not start"
-        threading.Event().wait(0.01)
-    yield one
-    one.server.stop()
-    one.thread.join(timeout=10)
+    yield from serving()
+
+
+def _client(served: Served, sim: Host[Any]) -> OpenAI:
+    served.host = sim
+    return OpenAI(base_url=served.url, api_key="sk-test", max_retries=0)
 
 
 def test_every_endpoint_through_the_sync_sdk(tmp_path: Path, served: Served) -> None:
-    sdk = served.client(host(tmp_path))
+    sdk = _client(served, host(tmp_path))
     made = sdk.conversations.create(
         items=[{"role": "developer", "content": "Be brief."}, {"role": "user", "content": "Hi"}],
         metadata={"topic": "demo"},
@@ -218,7 +197,7 @@ def test_a_streamed_response_in_a_conversation(tmp_path: Path) -> None:
 
 
 def test_a_streamed_response_in_a_conversation_through_the_sync_sdk(tmp_path: Path, served: Served) -> None:
-    sdk = served.client(host(tmp_path))
+    sdk = _client(served, host(tmp_path))
     made = sdk.conversations.create(items=[{"role": "user", "content": "Remember 7."}])
     with sdk.responses.stream(model="m", conversation={"id": made.id}, input="Hello") as stream:
         kinds = [event.type for event in stream]
