@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from sim.core.errors import ModelReplyError
 from sim.core.messages import HostedItem
 from sim.wire.logprobs import pieces
-from sim.wire.requests import Refused, RefusedError
+from sim.wire.requests import Refused, RefusedError, wrong_type
 
 WEB_SEARCH_TOOLS = frozenset(
     {"web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11"}
@@ -81,13 +81,6 @@ def _missing(where: str) -> Refused:
     return Refused(f"Missing required parameter: '{where}'.", where, "missing_required_parameter")
 
 
-def _wrong_type(where: str, expected: str, value: Any) -> Refused:
-    got = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer",
-           float: "a decimal", type(None): "null"}.get(type(value), "a value")  # fmt: skip
-    return Refused(f"Invalid type for '{where}': expected {expected}, but got {got} instead.", where,
-                   "invalid_type")  # fmt: skip
-
-
 def refused_hosted_tool(where: str, tool: Mapping[str, Any]) -> Refused | None:
     """A hosted tool offered as the API refuses it: a file search without vector stores, a code interpreter
     without a container, an MCP server without a label or without exactly one of a URL and a connector."""
@@ -97,25 +90,25 @@ def refused_hosted_tool(where: str, tool: Mapping[str, Any]) -> Refused | None:
         if stores is None:
             return _missing(f"{where}.vector_store_ids")
         if not isinstance(stores, list) or not all(isinstance(store, str) for store in stores):
-            return _wrong_type(f"{where}.vector_store_ids", "an array of strings", stores)
+            return wrong_type(f"{where}.vector_store_ids", "an array of strings", stores)
     elif kind == "code_interpreter":
         container = tool.get("container")
         if container is None:
             return _missing(f"{where}.container")
         if not isinstance(container, str | dict):
-            return _wrong_type(f"{where}.container", "one of a string or an object", container)
+            return wrong_type(f"{where}.container", "one of a string or an object", container)
     elif kind == "mcp":
         label = tool.get("server_label")
         if label is None:
             return _missing(f"{where}.server_label")
         if not isinstance(label, str):
-            return _wrong_type(f"{where}.server_label", "a string", label)
+            return wrong_type(f"{where}.server_label", "a string", label)
         given = [key for key in ("server_url", "connector_id") if tool.get(key) is not None]
         for key in (*given, "server_description", "authorization"):
             if tool.get(key) is not None and not isinstance(tool[key], str):
-                return _wrong_type(f"{where}.{key}", "a string", tool[key])
+                return wrong_type(f"{where}.{key}", "a string", tool[key])
         if tool.get("headers") is not None and not isinstance(tool["headers"], dict):
-            return _wrong_type(f"{where}.headers", "an object", tool["headers"])
+            return wrong_type(f"{where}.headers", "an object", tool["headers"])
         if not given:
             message = (f"Missing mutually exclusive parameters: '{where}'. Ensure you are providing exactly"
                        " one of: 'server_url' or 'connector_id'.")  # fmt: skip
@@ -129,13 +122,13 @@ def refused_hosted_tool(where: str, tool: Mapping[str, Any]) -> Refused | None:
             message = f"Invalid value: '{approval}'. Supported values are: 'always' and 'never'."
             return Refused(message, f"{where}.require_approval", "invalid_value")
         if approval is not None and not isinstance(approval, str | dict):
-            return _wrong_type(
+            return wrong_type(
                 f"{where}.require_approval", "one of an object or 'always' or 'never'", approval
             )
         allowed = tool.get("allowed_tools")
         listed = isinstance(allowed, list) and all(isinstance(name, str) for name in allowed)
         if allowed is not None and not (listed or isinstance(allowed, dict)):
-            return _wrong_type(f"{where}.allowed_tools", "one of an array of strings or an object", allowed)
+            return wrong_type(f"{where}.allowed_tools", "one of an array of strings or an object", allowed)
     return None
 
 

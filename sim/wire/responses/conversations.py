@@ -16,7 +16,8 @@ from sim.core.json_text import loads
 from sim.core.messages import AssistantMessage, HistoryView, PairingChecker, SharedPrefix
 from sim.wire import STORE_LIMIT_BYTES
 from sim.wire.hosted import refused_include
-from sim.wire.requests import CREATED, Asked, Refused, RefusedError
+from sim.wire.paging import listed, page, page_asked
+from sim.wire.requests import CREATED, Asked, Refused, RefusedError, wrong_type
 from sim.wire.resources import Called, JsonBody, Resource, ResourceAnswer
 from sim.wire.responses.reading import messages_from_items
 
@@ -29,9 +30,6 @@ MOST_ITEMS = 20
 MOST_METADATA = 16
 METADATA_KEY = 64
 METADATA_VALUE = 512
-LIST_LIMIT = 20
-"""How many items a list gives when `limit` is not said."""
-MOST_LISTED = 100
 _ITEM_BYTES = 1000
 """What a kept item costs beyond its JSON (its dict, and its message as a continued request reads it), as
 measured."""
@@ -157,16 +155,6 @@ class ConversationStore:
             self.delete(next(iter(self._kept)))
 
 
-def _kind(value: Any) -> str:
-    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer",
-            float: "a decimal", type(None): "null"}.get(type(value), "a value")  # fmt: skip
-
-
-def _wrong_type(where: str, expected: str, value: Any) -> Refused:
-    message = f"Invalid type for '{where}': expected {expected}, but got {_kind(value)} instead."
-    return Refused(message, where, "invalid_type")
-
-
 def not_found(conversation_id: str) -> Refused:
     """An unknown (or deleted, or forgotten) conversation, as the API refuses it."""
     return Refused(f"Conversation with id '{conversation_id}' not found.", None, None, status=404)
@@ -188,7 +176,7 @@ def refused_metadata(metadata: Any) -> Refused | None:
     if metadata is None:
         return None
     if not isinstance(metadata, dict):
-        return _wrong_type("metadata", "a metadata object", metadata)
+        return wrong_type("metadata", "a metadata object", metadata)
     if len(metadata) > MOST_METADATA:
         message = (f"Invalid 'metadata': too many properties. Expected an object with at most {MOST_METADATA}"
                    f" properties, but got an object with {len(metadata)} properties instead.")  # fmt: skip
@@ -200,7 +188,7 @@ def refused_metadata(metadata: Any) -> Refused | None:
             return Refused(message, "metadata", "string_above_max_length")
         where = f"metadata.{key}"
         if not isinstance(value, str):
-            return _wrong_type(where, "a string", value)
+            return wrong_type(where, "a string", value)
         if len(value) > METADATA_VALUE:
             message = (f"Invalid '{where}': string too long. Expected a string with maximum length"
                        f" {METADATA_VALUE}, but got a string with length {len(value)} instead.")  # fmt: skip
@@ -210,7 +198,7 @@ def refused_metadata(metadata: Any) -> Refused | None:
 
 def _refused_items(items: Any) -> Refused | None:
     if not isinstance(items, list):
-        return _wrong_type("items", "an array of input items", items)
+        return wrong_type("items", "an array of input items", items)
     if len(items) > MOST_ITEMS:
         message = (f"Invalid 'items': array too long. Expected an array with maximum length {MOST_ITEMS}, but"
                    f" got an array with length {len(items)} instead.")  # fmt: skip
@@ -289,10 +277,10 @@ class Conversations:
                 return Refused("Missing required parameter: 'conversation.id'.", "conversation.id",
                                "missing_required_parameter")  # fmt: skip
             if not isinstance(said["id"], str):
-                return _wrong_type("conversation.id", "a string", said["id"])
+                return wrong_type("conversation.id", "a string", said["id"])
             said = said["id"]
         elif not isinstance(said, str):
-            return _wrong_type("conversation", "one of a string or an object", said)
+            return wrong_type("conversation", "one of a string or an object", said)
         return None if said.startswith(PREFIX) else _bad_id("conversation", said)
 
     def continued(self, body: Mapping[str, Any], pairing: PairingChecker) -> SharedPrefix:
@@ -379,7 +367,7 @@ class Conversations:
             return Refused(f"Invalid request: {detail}", detail=detail)
         for index, item in enumerate(items):
             if "id" in item and not isinstance(item["id"], str):
-                return _wrong_type(f"items[{index}].id", "a string", item["id"])
+                return wrong_type(f"items[{index}].id", "a string", item["id"])
         made = self._as_items(items, f"sim{number:06d}_")
         ids = [item["id"] for item in made]
         repeated = [i for n, i in enumerate(ids) if i in ids[:n] or (found is not None and i in found.items)]
@@ -448,32 +436,18 @@ class Conversations:
         if isinstance(items, Refused):
             return items
         self.store.add(found, items)
-        return JsonBody(_page(items, has_more=False))
+        return JsonBody(listed(items, has_more=False))
 
     async def _list_items(self, called: Called) -> ResourceAnswer:
         if (refused := refused_include(called.every("include"))) is not None:
             return refused
-        limit = _limit(called.first("limit"))
-        if isinstance(limit, Refused):
-            return limit
-        order = called.first("order") or "desc"
-        if order not in ("asc", "desc"):
-            message = f"Invalid value: '{order}'. Supported values are: 'asc' and 'desc'."
-            return Refused(message, "order", "invalid_value")
+        asked = page_asked(called)
+        if isinstance(asked, Refused):
+            return asked
         found = self._found(called)
         if isinstance(found, Refused):
             return found
-        ids = list(found.items)
-        if order == "desc":
-            ids.reverse()
-        after = called.first("after")
-        start = 0
-        if after:
-            if after not in found.items:
-                return _item_not_found(after)
-            start = ids.index(after) + 1
-        shown = ids[start : start + limit]
-        return JsonBody(_page([found.items[i] for i in shown], has_more=start + limit < len(ids)))
+        return page(list(found.items.values()), asked, _item_not_found)
 
     async def _retrieve_item(self, called: Called) -> ResourceAnswer:
         if (refused := refused_include(called.every("include"))) is not None:
@@ -504,35 +478,3 @@ def _parts(content: Any, assistant: bool) -> list[Any]:
             part = {"annotations": [], "logprobs": [], **part}
         parts.append(part)
     return parts
-
-
-def _limit(said: str | None) -> int | Refused:
-    if said is None:
-        return LIST_LIMIT
-    try:
-        limit = int(said)
-    except ValueError:
-        message = ("Invalid type for 'limit': expected an integer, but got a string value that could not be"
-                   " converted into an integer.")  # fmt: skip
-        return Refused(message, "limit", "invalid_type")
-    if limit < 1:
-        message = (
-            f"Invalid 'limit': integer below minimum value. Expected a value >= 1, but got {limit} instead."
-        )
-        return Refused(message, "limit", "integer_below_min_value")
-    if limit > MOST_LISTED:
-        message = (f"Invalid 'limit': integer above maximum value. Expected a value <= {MOST_LISTED}, but got"
-                   f" {limit} instead.")  # fmt: skip
-        return Refused(message, "limit", "integer_above_max_value")
-    return limit
-
-
-def _page(items: list[dict[str, Any]], *, has_more: bool) -> dict[str, Any]:
-    """A list of items as the API pages them (an empty page's `first_id` and `last_id` null)."""
-    return {
-        "object": "list",
-        "data": items,
-        "first_id": items[0]["id"] if items else None,
-        "last_id": items[-1]["id"] if items else None,
-        "has_more": has_more,
-    }

@@ -24,6 +24,7 @@ from sim.core.model import ModelReply
 from sim.wire.chat.protocol import estimate_usage
 from sim.wire.hosted import INCLUDABLE, refused_include
 from sim.wire.obfuscation import padded_events, wanted
+from sim.wire.paging import page, page_asked
 from sim.wire.requests import CREATED, Asked, Refused, wrong_type
 from sim.wire.resources import Called, EventBody, JsonBody, Resource, ResourceAnswer
 from sim.wire.responses.rendering import events_to_wire, response_to_wire
@@ -264,25 +265,17 @@ class Lifecycle:
         stored = self._stored(response_id)
         if stored is None:
             return _not_found(response_id)
-        page = _page_asked(called)
-        if isinstance(page, Refused):
-            return page
+        asked = page_asked(called)
+        if isinstance(asked, Refused):
+            return asked
         if (refused := _refused_include(called.every("include"))) is not None:
             return refused
-        limit, descending, after = page
         items = _input_items(stored.request.get("input"), str(stored.final["id"]), self.protocol)
-        if descending:
-            items.reverse()
-        if after is not None:
-            ids = [item["id"] for item in items]
-            if after not in ids:
-                return Refused(f"No input item with id '{after[:200]}' in response '{response_id}'.", "after")
-            items = items[ids.index(after) + 1 :]
-        data = items[:limit]
-        first = data[0]["id"] if data else None
-        last = data[-1]["id"] if data else None
-        return JsonBody({"object": "list", "data": data, "first_id": first, "last_id": last,
-                         "has_more": len(items) > limit})  # fmt: skip
+
+        def unknown(after: str) -> Refused:
+            return Refused(f"No input item with id '{after[:200]}' in response '{response_id}'.", "after")
+
+        return page(items, asked, unknown)
 
     async def input_tokens(self, called: Called) -> ResourceAnswer:
         """`{"object": "response.input_tokens", "input_tokens": N}`: the request's input counted as the
@@ -314,31 +307,6 @@ def _refused_include(include: list[str]) -> Refused | None:
     """An `include` value the API does not know, refused in create's words (its param the query's)."""
     refused = refused_include(include)
     return None if refused is None else replace(refused, param="include")
-
-
-def _page_asked(called: Called) -> tuple[int, bool, str | None] | Refused:
-    """`limit` (1 to 100, 20 when not given), `order` (`desc` when not given) and `after`, as asked."""
-    limit_text = called.first("limit")
-    limit = 20
-    if limit_text is not None:
-        try:
-            limit = int(limit_text)
-        except ValueError:
-            message = f"Invalid type for 'limit': expected an integer, but got '{limit_text[:100]}'."
-            return Refused(message, "limit", "invalid_type")
-        if limit < 1:
-            message = (f"Invalid 'limit': integer below minimum value. Expected a value >= 1, but got {limit}"
-                       " instead.")  # fmt: skip
-            return Refused(message, "limit", "integer_below_min_value")
-        if limit > 100:
-            message = ("Invalid 'limit': integer above maximum value. Expected a value <= 100, but got"
-                       f" {limit} instead.")  # fmt: skip
-            return Refused(message, "limit", "integer_above_max_value")
-    order = called.first("order") or "desc"
-    if order not in ("asc", "desc"):
-        message = f"Invalid value: '{order[:100]}'. Supported values are: 'asc' and 'desc'."
-        return Refused(message, "order", "invalid_value")
-    return limit, order == "desc", called.first("after")
 
 
 def _input_items(sent: Any, response_id: str, protocol: ResponsesProtocol) -> list[dict[str, Any]]:
