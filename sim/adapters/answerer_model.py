@@ -103,7 +103,7 @@ class AnswererModel:
         asked = request.parsed
         if isinstance(asked, Refusal):
             raise _error(asked.error)
-        fault = answer.faults
+        fault = answer.fault_met
         if fault is not None and fault.kind is not FaultKind.stall:  # a stall: pacing, the host's to keep
             wire = self._protocol.reply(answer.reply, asked, refusal=answer.refusal)
             raise connection_error(json_error(fault, wire))

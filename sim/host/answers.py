@@ -134,7 +134,7 @@ class ModelAnswer:
     """A network fault the reply meets on its way (`sim.host.faults`): dropped, reset or stalled."""
 
     @property
-    def faults(self) -> Fault | None:
+    def fault_met(self) -> Fault | None:
         """The fault the reply meets: its `fault`, or the drop its `cut_after_chunks` says."""
         if self.fault is not None or self.cut_after_chunks is None:
             return self.fault

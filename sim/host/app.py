@@ -360,10 +360,10 @@ class Host(Generic[A]):
             self._log(received, status, said)
 
     async def _render(self, answer: Answer, request: Received, protocol: WireProtocol | None) -> Response:
-        faults = answer.faults if isinstance(answer, ModelAnswer) and protocol is not None else None
-        if isinstance(answer, ModelAnswer) and (fault := faults) is not None:  # no API: a whole error instead
+        # a reply meets its fault on the way; without an API there is no reply, and its error goes whole
+        if isinstance(answer, ModelAnswer) and protocol is not None and answer.fault_met is not None:
             plain = replace(answer, fault=None, cut_after_chunks=None)
-            return faulted(await self._render(plain, request, protocol), fault)
+            return faulted(await self._render(plain, request, protocol), answer.fault_met)
         if isinstance(answer, ApiError) and answer.fault is not None:
             return faulted(await self._render(replace(answer, fault=None), request, protocol), answer.fault)
         if isinstance(answer, Problem):
