@@ -230,6 +230,12 @@ class Received:
                 self._parsed = self._parse(self)
         return self._parsed
 
+    def retries(self, body: bytes) -> bool:
+        """Whether this request is another attempt at one that sent `body`: as the SDKs say
+        (`x-stainless-retry-count` above 0), or for a client that does not say, by sending the same body."""
+        said = self.retry_count
+        return said > 0 if said is not None else self.body == body
+
     @property
     def retry_count(self) -> int | None:
         """The retry this request says it is (`x-stainless-retry-count`, as the SDKs send it), if it says."""

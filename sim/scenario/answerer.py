@@ -145,12 +145,6 @@ class _Dropping:
     drops: int
     made: int = 0
 
-    def retried_by(self, request: Received) -> bool:
-        """Whether `request` is another attempt at this one: as the SDKs say (`x-stainless-retry-count`
-        above 0), or for a client that does not say, by sending the same body."""
-        said = request.retry_count
-        return said > 0 if said is not None else request.body == self.body
-
     def gave_up(self, number: int | None) -> Problem:
         """The client stopped retrying before the reply was sent whole (`number`: the request it sent
         instead, if any)."""
@@ -235,7 +229,7 @@ class ScriptAnswerer:
             return self._after_the_end(request)
         number = request.number
         dropping = self._dropping
-        if dropping is not None and not dropping.retried_by(request):  # the client gave up
+        if dropping is not None and not request.retries(dropping.body):  # the client gave up
             self._dropping = None
             gave_up = dropping.gave_up(number)
             self.problems.append(gave_up)
@@ -298,10 +292,7 @@ class ScriptAnswerer:
     def _is_retry(self, request: Received) -> bool:
         """Whether `request` retries the last one a scripted error with `retries` answered: as the SDKs say
         (`x-stainless-retry-count` above 0), or for a client that does not say, by sending the same body."""
-        if self._erred is None:
-            return False
-        said = request.retry_count
-        return said > 0 if said is not None else request.body == self._erred.body
+        return self._erred is not None and request.retries(self._erred.body)
 
     def _after_the_end(self, request: Received) -> Answer:
         """A request after the scenario finished: never answered from the script, never worth retrying (a

@@ -101,14 +101,12 @@ class ResponsesProtocol:
     def __init__(self, store_limit: int = STORE_LIMIT_BYTES) -> None:
         self.store = ResponseStore(store_limit)
         """The responses kept for chains."""
-        self.resources: tuple[Resource, ...] = ()
-        """Its endpoints beyond asking the model: the lifecycle's and the Conversations API's."""
         self.lifecycle = Lifecycle(self)
         """Stored responses (retrieve, delete, cancel, input items, token counts) and background mode."""
-        self.resources += self.lifecycle.resources
         self.conversations = Conversations(store_limit, self._referenced)
         """The conversations kept, for the Conversations API and the `conversation` parameter."""
-        self.resources += self.conversations.resources
+        self.resources: tuple[Resource, ...] = (*self.lifecycle.resources, *self.conversations.resources)
+        """Its endpoints beyond asking the model: the lifecycle's and the Conversations API's."""
         self._reasoning: OrderedDict[str, _ServedReasoning] = OrderedDict()
         """Each reasoning item served, by its item id."""
         self._needs: OrderedDict[str, tuple[str, ...]] = OrderedDict()
