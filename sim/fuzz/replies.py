@@ -141,11 +141,11 @@ class ReplyDrawer:
         simulated whatever the reply (an error drawn for it would only put off saying so)."""
         self.body = body
         spec = self._drawn(request, terms)
-        api = self.profile is Profile.api
-        if api and terms is not None and terms.hosted and (why := undrawable(terms.hosted)) is not None:
+        hosted = terms.hosted if self.profile is Profile.api and terms is not None else None
+        if hosted and (why := undrawable(hosted)) is not None:
             raise NotSimulated(why)
-        if self.profile is Profile.api and terms is not None and terms.hosted and spec.error is None:
-            spec = draw_hosted(self.data, terms.hosted, spec, terms.hosted_choice)
+        if hosted and terms is not None and spec.error is None:
+            spec = draw_hosted(self.data, hosted, spec, terms.hosted_choice)
         return spec
 
     def _drawn(self, request: ModelRequest, terms: ReplyTerms | None = None) -> ScriptedReplySpec:
