@@ -96,9 +96,7 @@ class AnswererModel:
             )
         if isinstance(answer, ApiError):
             if answer.fault is not None and answer.fault.kind is not FaultKind.stall:
-                fields = {"message": answer.message, "type": answer.type, "param": answer.param,
-                          "code": answer.code}  # fmt: skip
-                raise connection_error(json_error(answer.fault, {"error": fields}))
+                raise connection_error(json_error(answer.fault, {"error": answer.fields}))
             raise _error(answer)
         asked = request.parsed
         if isinstance(asked, Refusal):

@@ -103,6 +103,11 @@ class ApiError:
         if self.type is None:
             object.__setattr__(self, "type", error_type(self.status, self.code, self.message))
 
+    @property
+    def fields(self) -> dict[str, str | None]:
+        """The API's error object: `message`, `type`, `param`, `code` (a body's `error`, a failed stream's)."""
+        return {"message": self.message, "type": self.type, "param": self.param, "code": self.code}
+
     @classmethod
     def of(cls, problem: Problem) -> ApiError:
         """The error a problem is answered with."""

@@ -82,14 +82,7 @@ def api_error(
 
 def _error_response(error: ApiError) -> JSONResponse:
     headers = dict(error.headers) if error.headers else None
-    return api_error(
-        error.status,
-        error.message,
-        error_type=error.type,
-        code=error.code,
-        param=error.param,
-        headers=headers,
-    )
+    return JSONResponse({"error": error.fields}, status_code=error.status, headers=headers)
 
 
 def refusal(refused: Refused, number: int) -> Refusal:
@@ -381,9 +374,7 @@ class Host(Generic[A]):
         stream = bool(asked.body.get("stream"))
         if isinstance(answer, ApiError):
             if answer.in_stream and stream:
-                failure = {"message": answer.message, "type": answer.type, "param": answer.param,
-                           "code": answer.code}  # fmt: skip
-                events = _events(protocol.failed(failure, asked), b"", None, answer.pacing)
+                events = _events(protocol.failed(answer.fields, asked), b"", None, answer.pacing)
                 return StreamingResponse(events, media_type="text/event-stream")
             if not stream:
                 await _wait(answer.pacing.first_byte)
