@@ -105,7 +105,7 @@ class ApiError:
 
     @property
     def fields(self) -> dict[str, str | None]:
-        """The API's error object: `message`, `type`, `param`, `code` (a body's `error`, a failed stream's)."""
+        """The API's error object (a body's `error`, a failed stream's): message, type, param, code."""
         return {"message": self.message, "type": self.type, "param": self.param, "code": self.code}
 
     @classmethod
