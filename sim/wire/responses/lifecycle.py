@@ -142,7 +142,7 @@ class Lifecycle:
         response `queued` when it runs in the background and is not streamed, else `wire`."""
         if not stored:
             return wire
-        background = asked.body.get("background") is True
+        background = asked.deferred
         streamed = bool(asked.body.get("stream"))
         status = "queued" if background else str(wire["status"])
         ready_at = time.monotonic() + asked.latency
