@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from sim.cassette.matching import body_difference, canonical
 from sim.cassette.reader import RecordedInteraction
 from sim.cassette.writer import without_layout
+from sim.wire.azure_paths import below_base
 
 _Key = tuple[str, str, str | bytes]
 
@@ -59,7 +60,12 @@ def _shared_start(one: str, other: str) -> int:
 
 
 def _route(method: str, path: str) -> tuple[str, str]:
-    return method.upper(), path.rstrip("/")
+    # the path below its base: a recording made at OpenAI's URL answers an Azure OpenAI client, and back
+    return method.upper(), below_base(path)
+
+
+def _shown(method: str, path: str) -> str:
+    return f"{method.upper()} {path.rstrip('/')}"
 
 
 class RecordedAnswers:
@@ -188,7 +194,7 @@ class RecordedAnswers:
             self._new_round()
             position = self._find(route, body)
         if position is None:
-            miss = self._miss(route, body)
+            miss = self._miss(route, body, _shown(method, path))
             self.misses.append(miss)
             return miss
         self._played(position, body)
@@ -232,7 +238,7 @@ class RecordedAnswers:
         self._index()
         self.rounds += 1
 
-    def _miss(self, route: tuple[str, str], body: bytes) -> Miss:
+    def _miss(self, route: tuple[str, str], body: bytes, shown: str) -> Miss:
         """How `body` differs from the nearest recorded request not played yet: on the same route, the one
         sharing the longest start of canonical JSON with it (the earliest of equals)."""
         turn = len(self.played) + 1
@@ -243,10 +249,9 @@ class RecordedAnswers:
             p for p in everything if self._route_of(p) == route
         ]
         if not same_route:
-            recorded = ", ".join(sorted({" ".join(self._route_of(p)) for p in waiting or everything}))
-            said = (
-                f"{route[0]} {route[1]} is not recorded ({'waiting' if waiting else 'recorded'}: {recorded})"
-            )
+            requests = [self.interactions[p].request for p in waiting or everything]
+            recorded = ", ".join(sorted({_shown(request.method, request.path) for request in requests}))
+            said = f"{shown} is not recorded ({'waiting' if waiting else 'recorded'}: {recorded})"
             return Miss(turn, said, "", body.decode("utf-8", "replace"), where=said)
         now = canonical(body)
         full = [p for p in same_route if self.interactions[p].request.extended is None]

@@ -49,6 +49,7 @@ from sim.host.answers import (
 from sim.host.faults import Faulted, FaultKind, Where, faulted
 from sim.host.rate_limit import Limiter, RateLimit
 from sim.wire import STORE_LIMIT_BYTES, Api, models
+from sim.wire.azure_paths import AZURE_SERVED, has_api_version, served_as, unversioned
 from sim.wire.error_types import error_type as type_for_status
 from sim.wire.rate_estimate import Estimate, estimate
 from sim.wire.registry import CODECS
@@ -221,6 +222,11 @@ class Host(Generic[A]):
             if method not in _METHODS:
                 return self._not_served(405, method, path)
             return await self._serve(method, path, query, headers, body, self.protocols.get(path))
+        azure = served_as(path)
+        if azure is not None:  # an Azure OpenAI client's path: served as the OpenAI path it stands for
+            if azure.versioned and not has_api_version(query):
+                return api_error(404, unversioned(method, path), code="not_found")
+            path = azure.path
         route = self.routes.get(path)
         if route is None:
             return await self._resource(method, path, query, headers, body)
@@ -273,7 +279,7 @@ class Host(Generic[A]):
         served = ", ".join(
             [*(f"POST {api_path}" for api_path in self.paths), f"GET {models.PATHS[0]}", *endpoints]
         )
-        message = f"sim does not serve {method} {path}; it serves {served}"
+        message = f"sim does not serve {method} {path}; it serves {served} ({AZURE_SERVED})"
         return api_error(status, message, code="not_found" if status == 404 else None)
 
     async def _models(self, *request: object) -> Response:

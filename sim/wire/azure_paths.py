@@ -1,0 +1,96 @@
+"""Azure OpenAI's paths for what sim serves, as the `AzureOpenAI` clients send them: which OpenAI path an
+Azure path stands for (`served_as`), whether it must carry `?api-version=`, and one spelling of an API's
+path below any base it sits under (`below_base`), so that a recording made at one host answers a client of
+the other.
+
+Azure OpenAI serves a deployment's Chat Completions at `/openai/deployments/{name}/chat/completions`, the
+Responses API and its stored responses at `/openai/responses...` (`AzureOpenAI` with `azure_endpoint`),
+and every path of its v1 API at `/openai/v1/...` (an `OpenAI` client with `base_url=".../openai/v1/"`).
+Outside `/openai/v1/` a path without `api-version` is answered 404 by Azure OpenAI, and so by sim.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from urllib.parse import parse_qs
+
+__all__ = [
+    "API_VERSION",
+    "AZURE_SERVED",
+    "AzurePath",
+    "below_base",
+    "has_api_version",
+    "served_as",
+    "unversioned",
+]
+
+API_VERSION = "api-version"
+"""The query parameter Azure OpenAI's paths outside `/openai/v1/` must carry."""
+
+ROOT = "/openai"
+"""Where Azure OpenAI's paths start."""
+V1_ROOT = "/openai/v1"
+"""Azure OpenAI's v1 API: the OpenAI API's paths below it, `api-version` optional."""
+_OPENAI_ROOT = "/v1"
+_DEPLOYMENT = re.compile(r"/openai/deployments/(?P<deployment>[^/]+)(?P<endpoint>/.+)")
+_DEPLOYMENT_ENDPOINTS = frozenset({"/chat/completions"})
+"""What sim serves of a deployment's endpoints (not Azure's completions, embeddings, audio or images)."""
+_VERSIONED = re.compile(r"/(?:responses(?:/.*)?|models)")
+"""What sim serves below `/openai/` outside deployments and v1: the Responses API and the models list."""
+_BASES = (V1_ROOT, ROOT, _OPENAI_ROOT)
+
+AZURE_SERVED = (
+    "and for Azure OpenAI clients the same under /openai/v1, and with ?api-version= "
+    "POST /openai/deployments/{name}/chat/completions, /openai/responses... and GET /openai/models"
+)
+"""What a 404 says sim serves of Azure OpenAI's paths."""
+
+
+@dataclass(frozen=True, slots=True)
+class AzurePath:
+    """An Azure OpenAI path sim serves: the OpenAI path it stands for, and whether it needs `api-version`."""
+
+    path: str
+    """The OpenAI API's path (under `/v1`) that answers it."""
+    versioned: bool
+    """Whether Azure OpenAI answers it only with an `api-version` in its query."""
+
+
+def served_as(path: str) -> AzurePath | None:
+    """The OpenAI path the Azure OpenAI path `path` (decoded, without its query) stands for; None for a
+    path that is not one of Azure's that sim serves."""
+    if path.startswith(V1_ROOT + "/"):
+        return AzurePath(_OPENAI_ROOT + path.removeprefix(V1_ROOT), versioned=False)
+    deployment = _DEPLOYMENT.fullmatch(path)
+    if deployment is not None:
+        endpoint = deployment["endpoint"]
+        return AzurePath(_OPENAI_ROOT + endpoint, True) if endpoint in _DEPLOYMENT_ENDPOINTS else None
+    below = path.removeprefix(ROOT)
+    if below != path and _VERSIONED.fullmatch(below):
+        return AzurePath(_OPENAI_ROOT + below, versioned=True)
+    return None
+
+
+def unversioned(method: str, path: str) -> str:
+    """Why an Azure OpenAI path without `api-version` is answered 404."""
+    return f"{method} {path} needs ?{API_VERSION}= (Azure OpenAI answers 404 without it)"
+
+
+def has_api_version(query: str) -> bool:
+    """Whether a raw query string gives `api-version` a value."""
+    return any(value for value in parse_qs(query, keep_blank_values=True).get(API_VERSION, []))
+
+
+def below_base(path: str) -> str:
+    """`path` below the base a client puts in its base URL, for OpenAI's (`/v1`) and Azure OpenAI's
+    (`/openai/v1`, `/openai`, `/openai/deployments/{name}`) alike: `/chat/completions`, `/responses/{id}`;
+    any other path as it is (trailing slashes dropped)."""
+    trimmed = path.rstrip("/")
+    deployment = _DEPLOYMENT.fullmatch(trimmed)
+    if deployment is not None:
+        return deployment["endpoint"]
+    for base in _BASES:
+        if trimmed.startswith(base + "/"):
+            return trimmed.removeprefix(base)
+    return trimmed
