@@ -14,6 +14,7 @@ from sim.core.counts import counted
 from sim.core.model import ModelRequest
 from sim.core.problems import Problem, ProblemKind
 from sim.fuzz.invariants import Violation, check_requests
+from sim.fuzz.program import ProgramFailed
 from sim.fuzz.replies import COUNTED, kind_of
 from sim.fuzz.terms import PROMPT, RUN_SECONDS, Profile
 from sim.scenario.schema import Scenario, ScriptedReplySpec
@@ -85,13 +86,23 @@ def findings(run: TargetRun, allow: tuple[str, ...] = ()) -> list[Violation]:
     if run.raised is not None and not found and run.served and not allowed(run.raised, allow):
         number, last = run.served[-1]
         if kind_of(last) not in COUNTED:
-            raised = f"{type(run.raised).__name__}: {one_line(run.raised)}"
-            found.append(
-                Violation("crash", f"request {number} got {describe(last)}; the target raised {raised}")
-            )
+            found.append(Violation("crash", f"request {number} got {describe(last)}; {_failed(run.raised)}"))
     if run.exited is not None:
         found.append(Violation("crash", f"{last_reply(run)}; the target {_exit(run.exited)}"))
     return found
+
+
+def _failed(error: BaseException) -> str:
+    """How a run failed, in words: what the target raised, or how the program ended and what it said."""
+    if isinstance(error, ProgramFailed):
+        said = f"; the end of its standard error: {error.tail.strip()!r}" if error.tail.strip() else ""
+        return f"the program ended with {error.how}{said}"
+    return f"the target raised {type(error).__name__}: {one_line(error)}"
+
+
+def failure_name(error: BaseException) -> str:
+    """How a campaign counts a failed run: the exception's type, or how the program ended."""
+    return error.how if isinstance(error, ProgramFailed) else type(error).__name__
 
 
 def last_reply(run: TargetRun) -> str:
@@ -164,6 +175,8 @@ class TargetCampaign:
     """Tools whose valid arguments could not always be drawn (see `unhonoured_note`)."""
     calling_runs: int = 0
     """Runs served at least one reply that called a tool and finished (see `unanswered_note`)."""
+    program: bool = False
+    """Whether the target is a program (`raised` then counts how its runs ended: `exit code 1`)."""
 
     def unanswered_note(self) -> str | None:
         """What the summary says when calls were served but not one result ever came back: no invariant is
@@ -199,7 +212,7 @@ class TargetCampaign:
             self.unsimulated += 1
             self.unsimulated_example = self.unsimulated_example or why
         elif run.raised is not None:
-            self.raised[type(run.raised).__name__] += 1
+            self.raised[failure_name(run.raised)] += 1
         found = findings(run, self.allow)
         if found:
             self.failure, self.violations = run, found
@@ -209,9 +222,15 @@ class TargetCampaign:
         """Why the campaign tested nothing, if so: not one request, or the same exception every run."""
         every = len(self.raised) == 1 and sum(self.raised.values()) == self.runs
         name = next(iter(self.raised), "")
+        failed = f"the program ended with {name}" if self.program else f"the target raised {name}"
         if self.runs and not self.requests:
             if every:
-                return f"the target raised {name} in every run ({self.runs}) before sending a request"
+                return f"{failed} in every run ({self.runs}) before sending a request"
+            if self.program:
+                return (
+                    f"the program never sent a request in {self.runs} runs, so nothing was tested (does it"
+                    " build its client from OPENAI_BASE_URL?)"
+                )
             return (
                 f"the target never sent a request in {self.runs} runs, so nothing was tested"
                 " (does it use the client it is given?)"
@@ -219,7 +238,7 @@ class TargetCampaign:
         if self.runs and self.unsimulated == self.runs:
             return f"every run asked for what sim cannot simulate ({self.unsimulated_example})"
         if every and self.runs > 1:
-            return f"the target raised {name} in every one of {self.runs} runs, so nothing else was tested"
+            return f"{failed} in every one of {self.runs} runs, so nothing else was tested"
         return None
 
 

@@ -36,6 +36,7 @@ from sim.fuzz.campaign import campaign_settings
 from sim.fuzz.databases import Namespaced
 from sim.fuzz.drawn import DrawnAnswerer
 from sim.fuzz.findings import TargetCampaign, TargetRun, example_failed, one_line
+from sim.fuzz.program import ProgramRun, ProgramTarget, TargetSpec, program_target
 from sim.fuzz.replies import ReplyDrawer
 from sim.fuzz.terms import BOUND, PROMPT, RUN_SECONDS, Profile
 from sim.host.app import Host, api_error
@@ -120,6 +121,11 @@ def load_target(spec: str) -> Target:
     return target_of(function, spec)
 
 
+def loaded(spec: TargetSpec) -> Target | ProgramTarget:
+    """What `spec` names, checked as a target: a function (`load_target`) or a program (`program_target`)."""
+    return load_target(spec) if isinstance(spec, str) else program_target(spec)
+
+
 def _raised(error: BaseException) -> str:
     return f"{type(error).__name__}: {one_line(error)}" if str(error) else type(error).__name__
 
@@ -165,6 +171,9 @@ class Endpoint:
         self.server.close()
 
 
+KILLED_SECONDS = 5.0
+"""How long a run waits for a program it killed to be reaped (a process in uninterruptible sleep)."""
+
 Answering = DrawnAnswerer | ScriptAnswerer
 """What answers a run: replies drawn as it goes, or a saved run's replies played again."""
 
@@ -175,26 +184,33 @@ class _Worker:
     abandoned (its run's prefix answers nobody any more). An exit (`SystemExit`, `KeyboardInterrupt`) is
     kept on the run, never raised in the campaign."""
 
-    def __init__(self, target: Target, url: str, run: TargetRun, done: Callable[[], None]) -> None:
+    def __init__(
+        self, target: Target | ProgramTarget, url: str, run: TargetRun, done: Callable[[], None]
+    ) -> None:
         self.target, self.url, self.run, self.done = target, url, run, done
         self.loop: asyncio.AbstractEventLoop | None = None
         self.task: asyncio.Task[None] | None = None
+        self.program: ProgramRun | None = target.start(url) if isinstance(target, ProgramTarget) else None
 
     def start(self) -> None:
         """Start the run; `done` is called (from the worker thread) when it ends."""
         threading.Thread(target=self._main, daemon=True, name="sim-fuzz-target").start()
 
     def cancel(self) -> None:
-        """Ask a coroutine target to stop (it may not listen: it is abandoned either way)."""
+        """Ask a coroutine target to stop (it may not listen: it is abandoned either way); kill a program."""
+        if self.program is not None:
+            self.program.stop()
         if self.loop is not None and self.task is not None:
             with contextlib.suppress(RuntimeError):  # its loop is closed: it has stopped already
                 self.loop.call_soon_threadsafe(self.task.cancel)
 
     def _main(self) -> None:
         try:
-            if self.target.is_async:
+            if self.program is not None:
+                self.program.run()
+            elif isinstance(self.target, Target) and self.target.is_async:
                 self._run_async()
-            else:
+            elif isinstance(self.target, Target):
                 self.target.run_sync(self.url)
         except (SystemExit, KeyboardInterrupt) as error:  # the target's own exit: a finding
             self.run.exited = error
@@ -204,6 +220,7 @@ class _Worker:
             self.done()
 
     def _run_async(self) -> None:
+        assert isinstance(self.target, Target)
         self.loop = loop = asyncio.new_event_loop()
         self.task = task = loop.create_task(self.target.run_async(self.url))
         try:
@@ -217,10 +234,11 @@ class _Worker:
 
 
 def run_once(
-    target: Target, endpoint: Endpoint, answerer: Answering, seconds: float = RUN_SECONDS
+    target: Target | ProgramTarget, endpoint: Endpoint, answerer: Answering, seconds: float = RUN_SECONDS
 ) -> TargetRun:
     """Run `target` once against `answerer`, in a worker thread while the endpoint's loop serves it, for
-    at most `seconds`. Raises what a drawn answerer's `draw` raised."""
+    at most `seconds` (a program still running then is killed, and its end awaited). Raises what a drawn
+    answerer's `draw` raised."""
     model = answerer.scenario.model if isinstance(answerer, ScriptAnswerer) else "sim-model"
     host = Host(answerer, model=model)
     prefix, url = endpoint.open_run(host)
@@ -243,6 +261,8 @@ def run_once(
         if not finished.done():
             run.finished = False
             worker.cancel()
+            if worker.program is not None:  # killed: its thread ends as soon as it has reaped it
+                loop.run_until_complete(asyncio.wait({finished}, timeout=KILLED_SECONDS))
     finally:
         del endpoint.board.hosts[prefix]
         if isinstance(answerer, DrawnAnswerer):
@@ -255,7 +275,7 @@ def run_once(
 
 
 def fuzz_target(
-    target: Target | Callable[..., Any],
+    target: Target | ProgramTarget | Callable[..., Any],
     *,
     examples: int = 100,
     seed: int = 0,
@@ -277,10 +297,12 @@ def fuzz_target(
             on_draw(asked.number, spec)
         return spec
 
-    target = target if isinstance(target, Target) else target_of(target)
+    target = target if isinstance(target, Target | ProgramTarget) else target_of(target)
     endpoint = Endpoint()
-    campaign = TargetCampaign(target.name, profile, allow)
-    kept = None if database is None else Namespaced(database, f"sim fuzz --target {target.name} {profile}")
+    program = isinstance(target, ProgramTarget)
+    campaign = TargetCampaign(target.name, profile, allow, program=program)
+    fuzzed = f"-- {target.name}" if program else f"--target {target.name}"
+    kept = None if database is None else Namespaced(database, f"sim fuzz {fuzzed} {profile}")
 
     @campaign_settings(examples, kept)
     @hypothesis_seed(seed)
@@ -311,7 +333,9 @@ REPLAY_ENDS = "(the saved run ends here)"
 ask once more than the failing run did can finish; one more request after it is a runaway."""
 
 
-def replay_target(target: Target, scenario: Scenario, seconds: float = RUN_SECONDS) -> TargetRun:
+def replay_target(
+    target: Target | ProgramTarget, scenario: Scenario, seconds: float = RUN_SECONDS
+) -> TargetRun:
     """Play a saved run's replies, in order, to `target` once, then one final text answer (what
     `sim fuzz --replay` does)."""
     ending = scenario.model_copy(

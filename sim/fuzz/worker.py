@@ -29,9 +29,10 @@ from typing import Any
 
 from sim.core.errors import ConfigurationError
 from sim.fuzz.databases import Guarded
-from sim.fuzz.findings import TargetCampaign, TargetRun, findings, last_reply
+from sim.fuzz.findings import TargetCampaign, TargetRun, failure_name, findings, last_reply
 from sim.fuzz.invariants import Violation
-from sim.fuzz.target import fuzz_target, load_target, replay_target
+from sim.fuzz.program import Command, TargetSpec, target_name
+from sim.fuzz.target import fuzz_target, loaded, replay_target
 from sim.fuzz.terms import Profile
 from sim.scenario.schema import Scenario, ScriptedReplySpec
 
@@ -156,7 +157,7 @@ def _how(pid: int) -> str:
 
 
 def fuzz_target_in_worker(
-    spec: str,
+    spec: TargetSpec,
     *,
     examples: int,
     seed: int,
@@ -167,12 +168,13 @@ def fuzz_target_in_worker(
     on_run: Callable[[], None] | None = None,
     database: Guarded | None = None,
 ) -> TargetCampaign:
-    """`fuzz_target` on the target `spec` names (loaded in the worker), in a worker process; a worker that
-    ends before it reports is a `crash` finding. The database's problem, if any, is set on `database`."""
+    """`fuzz_target` on the target `spec` names (`module:function`, loaded in the worker, or a program's
+    command), in a worker process; a worker that ends before it reports is a `crash` finding. The
+    database's problem, if any, is set on `database`."""
 
     def work(send: Send) -> dict[str, Any]:
         campaign = fuzz_target(
-            load_target(spec),
+            loaded(spec),
             examples=examples,
             seed=seed,
             profile=profile,
@@ -200,7 +202,10 @@ def fuzz_target_in_worker(
 
     result = in_worker(work, heard)
     if isinstance(result, Ended):
-        campaign = TargetCampaign(spec, profile, allow, runs=runs + 1, requests=drawn)
+        program = isinstance(spec, Command)
+        campaign = TargetCampaign(
+            target_name(spec), profile, allow, runs=runs + 1, requests=drawn, program=program
+        )
         run = _run_of({"received": len(replies), "served": replies})
         after = f"after {last_reply(run)}" if replies else "before any reply"
         said = f"run {runs + 1}: the target {_ended_the_process(result)} ({after})"
@@ -231,14 +236,14 @@ class Replayed:
 
 
 def replay_target_in_worker(
-    spec: str, scenario: Scenario, seconds: float, allow: tuple[str, ...]
+    spec: TargetSpec, scenario: Scenario, seconds: float, allow: tuple[str, ...]
 ) -> Replayed:
     """`replay_target` on the target `spec` names, in a worker process, judged; a worker that ends before
     it reports is a `crash` finding."""
 
     def work(send: Send) -> dict[str, Any]:
-        run = replay_target(load_target(spec), scenario, seconds)
-        raised = None if run.raised is None else type(run.raised).__name__
+        run = replay_target(loaded(spec), scenario, seconds)
+        raised = None if run.raised is None else failure_name(run.raised)
         violations = [[v.invariant, v.detail] for v in findings(run, allow)]
         return {"requests": run.received, "raised": raised, "violations": violations}
 
@@ -270,9 +275,11 @@ def _campaign_json(campaign: TargetCampaign) -> dict[str, Any]:
     }
 
 
-def _campaign_of(spec: str, profile: Profile, allow: tuple[str, ...], data: dict[str, Any]) -> TargetCampaign:
+def _campaign_of(
+    spec: TargetSpec, profile: Profile, allow: tuple[str, ...], data: dict[str, Any]
+) -> TargetCampaign:
     campaign = TargetCampaign(
-        spec,
+        target_name(spec),
         profile,
         allow,
         runs=data["runs"],
@@ -284,6 +291,7 @@ def _campaign_of(spec: str, profile: Profile, allow: tuple[str, ...], data: dict
         unsimulated_example=data["unsimulated_example"],
         unhonoured=set(data["unhonoured"]),
         calling_runs=data["calling_runs"],
+        program=isinstance(spec, Command),
     )
     if (failure := data["failure"]) is not None:
         campaign.failure = _run_of(failure)

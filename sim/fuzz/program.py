@@ -1,0 +1,227 @@
+"""Fuzzing a program, in any language: each run starts the command afresh with `OPENAI_BASE_URL` pointed at
+the run's simulator, and its exit is judged beside its requests.
+
+A run's program has a session (and so a process group) of its own, standard input from /dev/null, standard
+output discarded (sim's output stays sim's), and standard error read as it comes with only its tail kept,
+so that memory stays bounded whatever the program writes. When the program ends, or its run is stopped,
+its whole process group is killed: children it left behind end with it. On Linux the program is also
+killed if the process that started it dies (`PR_SET_PDEATHSIG`), so that killing sim outright leaves no
+program running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import select
+import shlex
+import shutil
+import signal
+import subprocess
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from sim.core.errors import ConfigurationError
+
+API_KEY = "sim-fuzz"
+"""The placeholder key a program is given (never a real one: nothing it sends leaves the machine)."""
+WITHHELD = ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
+"""Variables of sim's environment a program never sees: a real key, or ids the SDKs send as headers."""
+TAIL_CHARACTERS = 2000
+"""How much of the end of a program's standard error a finding keeps."""
+_TAIL_BYTES = 4 * TAIL_CHARACTERS  # room for multi-byte characters; cut to characters once decoded
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A program to fuzz: its command line, run afresh for each example, and the non-zero exit codes it
+    documents (an exit with one of them is no crash)."""
+
+    argv: tuple[str, ...]
+    allow_exit: tuple[int, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The command line as a shell reads it back (each argument quoted where it needs to be)."""
+        return shlex.join(self.argv)
+
+
+TargetSpec = str | Command
+"""What a campaign's worker loads: a function named `module:function`, or a program's command."""
+
+
+def target_name(spec: TargetSpec) -> str:
+    """How a campaign names what it fuzzes: `module:function`, or the quoted command line."""
+    return spec if isinstance(spec, str) else spec.name
+
+
+class ProgramFailed(Exception):
+    """A run's program ended badly: how (`exit code 1`, `signal SIGSEGV`), and the end of its standard
+    error (untrusted text: show it through `sim.core.untrusted`)."""
+
+    def __init__(self, how: str, tail: str) -> None:
+        super().__init__(how)
+        self.how, self.tail = how, tail
+
+
+def program_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """`base` without what a program must not see (`WITHHELD`), with the placeholder key; each run adds
+    its `OPENAI_BASE_URL`."""
+    kept = {name: value for name, value in base.items() if name not in WITHHELD}
+    return {**kept, "OPENAI_API_KEY": API_KEY}
+
+
+def check_runnable(command: Command) -> None:
+    """`ConfigurationError` (one line) unless the command names a program that can be run."""
+    if not command.argv or not command.argv[0]:
+        raise ConfigurationError("give the command to fuzz after --")
+    program = command.argv[0]
+    if os.sep in program:
+        path = Path(program)
+        if not path.is_file() or not os.access(path, os.X_OK):
+            why = "no such file" if not path.exists() else "not an executable file"
+            raise ConfigurationError(f"cannot run the command {program}: {why}")
+    elif shutil.which(program) is None:
+        raise ConfigurationError(f"cannot run the command {program}: not found on PATH")
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramTarget:
+    """A program as a campaign's target: each run starts its command with the run's base URL."""
+
+    command: Command
+    environment: Mapping[str, str]
+    """The environment every run starts from (see `program_environment`)."""
+
+    @property
+    def name(self) -> str:
+        """The quoted command line."""
+        return self.command.name
+
+    def start(self, url: str) -> ProgramRun:
+        """A run of the program against the base URL `url`, not started yet."""
+        return ProgramRun(self, url)
+
+
+def program_target(command: Command, environment: Mapping[str, str] | None = None) -> ProgramTarget:
+    """The program `command` runs, checked as a target, in `environment` (sim's own by default)."""
+    check_runnable(command)
+    return ProgramTarget(command, program_environment(os.environ if environment is None else environment))
+
+
+class ProgramRun:
+    """One run of a program: `run()` blocks (in a worker thread) until the program ends, and raises
+    `ProgramFailed` when it failed; `stop()`, from any thread, kills its process group, after which the run
+    ends quietly (the caller judges a stopped run)."""
+
+    def __init__(self, target: ProgramTarget, url: str) -> None:
+        self.target, self.url = target, url
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._stopped = False
+
+    def stop(self) -> None:
+        """Kill the program and everything in its process group (or keep it from starting)."""
+        with self._lock:
+            self._stopped = True
+            if self._process is not None and self._process.returncode is None:
+                _kill_group(self._process.pid)
+
+    def run(self) -> None:
+        """Run the program to its end; `ProgramFailed` for an exit that is not 0 (or allowed) or a signal."""
+        environment = {**self.target.environment, "OPENAI_BASE_URL": self.url}
+        with self._lock:
+            if self._stopped:
+                return
+            self._process = process = subprocess.Popen(
+                self.target.command.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                env=environment,
+                start_new_session=True,
+                preexec_fn=_die_with_parent if _PRCTL is not None else None,
+            )
+        assert process.stderr is not None
+        try:
+            tail = _tail_until_exit(process, process.stderr.fileno())
+        finally:
+            with self._lock:
+                _kill_group(process.pid)  # before it is reaped: its group id cannot be anyone else's yet
+                process.wait()
+                process.stderr.close()
+        if self._stopped:
+            return
+        code = process.returncode
+        if code < 0:
+            raise ProgramFailed(f"signal {_signal_name(-code)}", tail)
+        if code != 0 and code not in self.target.command.allow_exit:
+            raise ProgramFailed(f"exit code {code}", tail)
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _tail_until_exit(process: subprocess.Popen[bytes], stderr: int) -> str:
+    """Read the program's standard error until it exits, keeping only its end, as text."""
+    tail = bytearray()
+    try:
+        exited = os.pidfd_open(process.pid)
+    except (AttributeError, OSError):  # no pidfd (not Linux): ask every few milliseconds instead
+        exited = None
+    poller = select.poll()
+    poller.register(stderr, select.POLLIN)
+    if exited is not None:
+        poller.register(exited, select.POLLIN)
+    reading = True
+    try:
+        while True:
+            events = poller.poll(None if exited is not None else 5)
+            if exited is None and process.poll() is not None:
+                break
+            if any(fd == exited for fd, _ in events):
+                break
+            if reading and events:
+                chunk = os.read(stderr, 1 << 16)
+                if chunk:
+                    tail += chunk
+                    del tail[:-_TAIL_BYTES]
+                else:  # it closed its standard error, and runs on
+                    poller.unregister(stderr)
+                    reading = False
+        while reading and select.select([stderr], [], [], 0)[0] and (chunk := os.read(stderr, 1 << 16)):
+            tail += chunk  # what it wrote just before it ended
+            del tail[:-_TAIL_BYTES]
+    finally:
+        if exited is not None:
+            os.close(exited)
+    return tail.decode(errors="replace")[-TAIL_CHARACTERS:]
+
+
+def _load_prctl() -> ctypes._NamedFuncPointer | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()
+
+
+def _die_with_parent() -> None:
+    """In the program's process, before it runs: be killed when the thread that started it ends (Linux's
+    `PR_SET_PDEATHSIG`: the worker thread lives as long as the run, and dies with sim)."""
+    assert _PRCTL is not None
+    _PRCTL(1, signal.SIGKILL)
