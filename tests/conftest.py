@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-pytest_plugins = ["pytester", "tests.filesystems"]
+pytest_plugins = ["pytester", "tests.filesystems", "tests.node"]
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
