@@ -4,8 +4,11 @@ program's traffic to the real API)."""
 from __future__ import annotations
 
 import os
+import shlex
+import signal
 import sys
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -34,6 +37,29 @@ GRACE_SECONDS = 2.0
 
 PLACEHOLDER_KEY = "sk-sim-proxy-placeholder"
 """The key a command run by `sim proxy` gets: the proxy sends the real one upstream."""
+SERVED_KEY = "sk-sim-serve-placeholder"
+"""The key a command run by `sim serve` gets when its environment has none (the SDK refuses to start
+without one; `sim serve` needs none)."""
+ACCOUNT_VARIABLES = ("OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
+"""The account settings a command run by `sim serve` or `sim proxy` does not get: its requests carry no
+account of the user's."""
+Command = Annotated[
+    list[str] | None,
+    typer.Argument(
+        metavar="[-- COMMAND ARGS...]",
+        help="A program to run against the server, with OPENAI_BASE_URL pointing at it (and a placeholder"
+        " OPENAI_API_KEY unless one is set): the run ends when it exits.",
+    ),
+]
+IdleTimeout = Annotated[
+    float | None,
+    typer.Option(
+        "--idle-timeout",
+        metavar="SECONDS",
+        help="End the run as failed when no request has come for SECONDS (none in flight), so that a run"
+        " nobody talks to cannot hang; with --once and no COMMAND, only until the scenario is over.",
+    ),
+]
 
 
 def _listening(host: str, port: int) -> AppServer:
@@ -80,6 +106,7 @@ def _tell(problems: list[str], received: int, by_api: Counter[str], answered: st
 
 def serve(
     file: Annotated[Path, typer.Argument(metavar="FILE", help="The scenario or cassette to serve.")],
+    command: Command = None,
     host: Host = "127.0.0.1",
     port: Port = 8000,
     once: Annotated[
@@ -87,7 +114,8 @@ def serve(
         typer.Option(
             "--once",
             help="Exit once the scenario (cassette) is over: every reply sent, or the first problem; exit 1"
-            " unless it passed. Requests in the grace period get `sim_scenario_finished`.",
+            " unless it passed. Requests in the grace period get `sim_scenario_finished`. With a COMMAND,"
+            " the run ends when the command does, and requests after the end get that error.",
         ),
     ] = False,
     grace: Annotated[
@@ -97,6 +125,7 @@ def serve(
             help="With --once: seconds to keep answering after the end (make it outlast a Retry-After).",
         ),
     ] = GRACE_SECONDS,
+    idle_timeout: IdleTimeout = None,
     cycle: Annotated[
         bool, typer.Option("--cycle", help="Start a scenario's script again when it ends (load tests).")
     ] = False,
@@ -122,7 +151,9 @@ def serve(
     ] = None,
 ) -> None:
     """Serve an OpenAI-compatible API (Chat Completions and Responses) answering from FILE: a scenario's
-    scripted replies, or a cassette's recorded responses."""
+    scripted replies, or a cassette's recorded responses; with a COMMAND, run it against the server once
+    it listens, and exit with both verdicts (the command's status if it failed, else 1 if the file's
+    verdict failed)."""
     limit = _rate_limit(rate_limit)
     from sim.cassette.reader import looks_like_cassette
     from sim.host.serve import base_url
@@ -130,6 +161,9 @@ def serve(
     from sim.scenario.loader import load_scenario
 
     _seconds("--grace", grace)
+    if idle_timeout is not None:
+        _seconds("--idle-timeout", idle_timeout, least=0.1)
+    beside = _Beside(command or [], idle_timeout)
     if store_limit < 1:
         raise usage_error(f"--store-limit must be at least 1 MiB, not {store_limit}")
     if once and cycle:
@@ -139,14 +173,15 @@ def serve(
     if looks_like_cassette(file):
         if cycle:
             raise usage_error("--cycle serves scenarios only; a cassette is played once")
-        _serve_cassette(file, host, port, grace if once else None, _access_log(quiet, as_json), limit)
+        log = _access_log(quiet, as_json)
+        _serve_cassette(file, host, port, grace if once else None, log, limit, beside)
         return
     scenario = open_one(file, load_scenario)
     server = _listening(host, port)
     served = scenario_host(
         scenario,
         cycle=cycle,
-        on_finished=partial(_stop_after, server, grace) if once else None,
+        on_finished=beside.at_the_end(server, grace) if once else None,
         store_limit=store_limit * 2**20,
         keep_requests=False,
         on_answered=_access_log(quiet, as_json),
@@ -156,28 +191,106 @@ def serve(
     server.server.config.app = served.app
 
     def ready() -> None:
-        print(f"OPENAI_BASE_URL={base_url(server.sock)}", flush=True)
         replies = counted(len(scenario.replies), "reply", "replies")
         err.print(f"serving {visible(str(scenario.name))} ({replies}); Ctrl-C stops", markup=False)
 
-    server.run(on_ready=ready)
+    status = beside.run(server, base_url(server.sock), ready)
     problems = [problem.message for problem in script.problems + script.unused()]
     _tell(
-        problems,
+        beside.problems(server) + problems,
         served.received,
         served.received_by,
         f"{counted(script.answered, 'reply', 'replies')} sent",
     )
-    if problems and (once or script.problems):
-        raise typer.Exit(1)
+    failed = bool(problems) and (once or bool(script.problems) or bool(command))
+    beside.exit(status, failed or server.idled, server.command_stopped)
 
 
 async def _stop_after(server: AppServer, seconds: float) -> None:
     """Have `server` stop in `seconds` (async, so that it runs on the server's event loop, and returns at
-    once: the connection it ran after stays free for the client's next request)."""
+    once: the connection it ran after stays free for the client's next request); idleness no longer ends
+    it."""
     import asyncio
 
+    if server.idle is not None:
+        server.idle.disarm()
     asyncio.get_running_loop().call_later(seconds, server.stop)
+
+
+async def _keep_serving() -> None:
+    """At the end of a scenario served to a command: nothing; the command's end ends the run."""
+
+
+class _Beside:
+    """What `sim serve` runs beside its server: a command (maybe none) and an idle timeout (maybe none)."""
+
+    def __init__(self, command: list[str], idle_timeout: float | None) -> None:
+        self.command = command
+        self.idle_timeout = idle_timeout
+
+    def at_the_end(self, server: AppServer, grace: float) -> Callable[[], Awaitable[None]]:
+        """What `--once` does when the file is over: stop after the grace, or, with a command, nothing."""
+        return _keep_serving if self.command else partial(_stop_after, server, grace)
+
+    def environment(self, url: str) -> dict[str, str]:
+        """The command's environment: sim's, pointed at `url`, without the user's account settings."""
+        environment = {k: v for k, v in os.environ.items() if k not in ACCOUNT_VARIABLES}
+        environment["OPENAI_BASE_URL"] = url
+        if not environment.get("OPENAI_API_KEY"):
+            environment["OPENAI_API_KEY"] = SERVED_KEY
+        return environment
+
+    def run(self, server: AppServer, url: str, ready: Callable[[], None]) -> int | None:
+        """Serve until the end (the command's, `--once`'s, idleness, Ctrl-C or SIGTERM); the command's exit
+        status as a shell says it (128 + N for signal N), or None without a command. Where to connect goes
+        to standard output, or with a command to standard error: the command's output is its own."""
+        from sim.host.serve import CommandNotFound
+
+        def said_ready() -> None:
+            if self.command:
+                err.print(f"OPENAI_BASE_URL={url}", markup=False)
+            else:
+                print(f"OPENAI_BASE_URL={url}", flush=True)
+            ready()
+
+        environment = self.environment(url) if self.command else None
+        try:
+            code = server.run(
+                on_ready=said_ready,
+                command=self.command,
+                environment=environment,
+                idle_timeout=self.idle_timeout,
+            )
+        except CommandNotFound as error:
+            err.print(f"error: {visible(str(error))}", markup=False)
+            raise typer.Exit(error.status) from None
+        if code is None:
+            return None
+        return 128 - code if code < 0 else code
+
+    def problems(self, server: AppServer) -> list[str]:
+        """The run's own problem: no request for the idle timeout."""
+        if not server.idled:
+            return []
+        stopped = "; the command was stopped" if self.command and server.command_stopped else ""
+        return [f"no request for {self.idle_timeout:g} s (--idle-timeout): the run was ended{stopped}"]
+
+    def exit(self, status: int | None, failed: bool, stopped: bool = False) -> None:
+        """Say how the command ended (`stopped`: by the server's end), then exit: its status if it failed,
+        else 1 if the verdict failed."""
+        if status is not None:
+            shown = visible(shlex.join(self.command))
+            how = f"exited with {status}"
+            if status > 128 and status - 128 in signal.valid_signals():
+                how = f"was ended by {signal.Signals(status - 128).name} ({status})"
+            if stopped:  # by the end of the run, not by itself
+                how = f"was stopped when the run ended: it {how}"
+            verdict = "failed" if failed else "passed"
+            err.print(f"command {shown} {how}; the served file's verdict: {verdict}", markup=False)
+        if status:
+            raise typer.Exit(status)
+        if failed:
+            raise typer.Exit(1)
 
 
 def _rate_limit(said: str | None) -> RateLimit | None:
@@ -198,9 +311,11 @@ def _serve_cassette(
     port: int,
     grace: float | None,
     log: AccessLog | None,
-    rate_limit: RateLimit | None = None,
+    rate_limit: RateLimit | None,
+    beside: _Beside,
 ) -> None:
-    """Serve a cassette; with a `grace` (`--once`), until it is over and the grace has passed."""
+    """Serve a cassette; with a `grace` (`--once`), until it is over and the grace has passed (with a
+    command, until the command ends)."""
     from sim.cassette.reader import read_cassette
     from sim.cassette.recording_answerer import RecordingAnswerer, base_path, recording_host
     from sim.host.serve import base_url
@@ -214,23 +329,23 @@ def _serve_cassette(
     answerer = RecordingAnswerer(cassette.interactions, repeat=not once)
     served = recording_host(
         answerer,
-        on_finished=partial(_stop_after, server, grace) if grace is not None else None,
+        on_finished=beside.at_the_end(server, grace) if grace is not None else None,
         on_answered=log,
         rate_limit=rate_limit,
     )
     server.server.config.app = served.app
 
     def ready() -> None:
-        print(f"OPENAI_BASE_URL={base_url(server.sock, base_path(cassette.interactions))}", flush=True)
         count = counted(len(cassette.interactions), "interaction")
-        err.print(f"serving cassette {file} ({count}); Ctrl-C stops", markup=False)
+        err.print(f"serving cassette {visible(str(file))} ({count}); Ctrl-C stops", markup=False)
 
-    server.run(on_ready=ready)
-    problems = [problem.message for problem in answerer.problems] + (answerer.unplayed() if once else [])
+    url = base_url(server.sock, base_path(cassette.interactions))
+    status = beside.run(server, url, ready)
+    unplayed = answerer.unplayed() if once or beside.command else []
+    problems = [problem.message for problem in answerer.problems] + unplayed
     played = f"{len(answerer.answers.played)} of {len(cassette.interactions)} interactions played"
-    _tell(problems, served.received, answerer.answered_by, played)
-    if problems:
-        raise typer.Exit(1)
+    _tell(beside.problems(server) + problems, served.received, answerer.answered_by, played)
+    beside.exit(status, bool(problems) or server.idled, server.command_stopped)
 
 
 def read_key(path: Path) -> str:
@@ -312,7 +427,7 @@ def proxy(
     server.server.config.timeout_graceful_shutdown = grace  # type: ignore[assignment]  # any number: wait_for
     server.server.config.app = proxy_host(recording, on_answered=_access_log(quiet, as_json)).app
     url = base_url(server.sock)
-    environment = {k: v for k, v in os.environ.items() if k not in ("OPENAI_ORG_ID", "OPENAI_PROJECT_ID")}
+    environment = {k: v for k, v in os.environ.items() if k not in ACCOUNT_VARIABLES}
     environment.update(OPENAI_BASE_URL=url, OPENAI_API_KEY=PLACEHOLDER_KEY)
 
     def ready() -> None:

@@ -10,6 +10,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -36,7 +37,44 @@ def base_url(sock: socket.socket, path: str = "/v1") -> str:
 
 
 class CommandNotFound(Exception):
-    """The command to run beside the server does not exist or cannot be run."""
+    """The command to run beside the server does not exist or cannot be run; `status` is the exit status a
+    shell gives for it (127 not found, 126 found but not runnable)."""
+
+    def __init__(self, message: str, status: int = 127) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class IdleClock:
+    """An ASGI app's requests watched: how long no request has been in flight (`idle_for`), so that a run
+    nobody talks to can be ended."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.in_flight = 0
+        self.since = time.monotonic()
+        """When the last request ended (or the watch began)."""
+        self.armed = True
+        """Whether idleness still ends the run (`disarm` when the run ends another way)."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+            self.since = time.monotonic()
+
+    def idle_for(self) -> float:
+        """Seconds since the last request ended, 0 while one is in flight."""
+        return 0.0 if self.in_flight else time.monotonic() - self.since
+
+    def disarm(self) -> None:
+        """Idleness no longer ends the run."""
+        self.armed = False
 
 
 class ConnectionAborted(Exception):
@@ -85,7 +123,7 @@ logging.getLogger("uvicorn.error").addFilter(_QuietAborts())
 
 SHUTDOWN_SECONDS = 3
 """How long a stop waits for responses in flight before closing their connections (a stalled upstream or
-client must not keep Ctrl-C from working)."""
+client must not keep Ctrl-C from working), and for a command it terminated to exit before it is killed."""
 
 
 class AppServer:
@@ -101,6 +139,12 @@ class AppServer:
         self.server = uvicorn.Server(config)
         self.terminated = False
         """Whether serving ended on SIGTERM."""
+        self.idle: IdleClock | None = None
+        """With an idle timeout, the clock of the requests served (`run`)."""
+        self.idled = False
+        """Whether serving ended because no request came for the idle timeout."""
+        self.command_stopped = False
+        """Whether the command run beside the server was stopped by the server's end, not ended by itself."""
 
     def stop(self) -> None:
         """End the serving (gracefully: responses in flight finish first)."""
@@ -112,11 +156,17 @@ class AppServer:
         on_ready: Callable[[], None] | None = None,
         command: Sequence[str] = (),
         environment: Mapping[str, str] | None = None,
+        idle_timeout: float | None = None,
     ) -> int | None:
         """Serve; with a `command`, run it (in `environment`) once serving, stop when it exits and return
-        its exit code (`CommandNotFound` when it cannot be started). A command still running when the
-        server is stopped otherwise is terminated."""
+        its exit code (negative: the signal that ended it; `CommandNotFound` when it cannot be started). A
+        command still running when the server is stopped otherwise is terminated (killed if it has not
+        exited `SHUTDOWN_SECONDS` later). With an `idle_timeout`, serving stops when no request has been in
+        flight for that many seconds (`idled`), unless the clock (`idle`) was disarmed."""
         code: int | None = None
+        if idle_timeout is not None:
+            self.idle = IdleClock(self.server.config.app)
+            self.server.config.app = self.idle
 
         async def run_command() -> None:
             nonlocal code
@@ -124,14 +174,30 @@ class AppServer:
                 child = await asyncio.create_subprocess_exec(*command, env=dict(environment or os.environ))
             except OSError as error:
                 self.stop()
-                raise CommandNotFound(f"cannot run {command[0]}: {error.strerror or error}") from None
+                status = 126 if isinstance(error, PermissionError | IsADirectoryError) else 127
+                said = f"cannot run {command[0]}: {error.strerror or error}"
+                raise CommandNotFound(said, status) from None
             try:
                 code = await child.wait()
             finally:
                 if child.returncode is None:
+                    self.command_stopped = True
                     child.terminate()
-                    code = await child.wait()
+                    try:
+                        code = await asyncio.wait_for(child.wait(), SHUTDOWN_SECONDS)
+                    except TimeoutError:
+                        child.kill()
+                        code = await child.wait()
                 self.stop()
+
+        async def watch_idleness(clock: IdleClock, seconds: float) -> None:
+            while clock.armed:
+                idle = clock.idle_for()
+                if idle >= seconds:
+                    self.idled = True
+                    self.stop()
+                    return
+                await asyncio.sleep(max(seconds - idle, 0.01))
 
         async def serve() -> None:
             serving = asyncio.create_task(self.server.serve(sockets=[self.sock]))
@@ -143,7 +209,13 @@ class AppServer:
             if on_ready is not None:
                 on_ready()  # only now: Ctrl-C is handled from here on
             running = asyncio.create_task(run_command()) if command else None
+            watching = None
+            if self.idle is not None and idle_timeout is not None:
+                self.idle.since = time.monotonic()  # from the moment it listens
+                watching = asyncio.create_task(watch_idleness(self.idle, idle_timeout))
             await serving
+            if watching is not None:
+                watching.cancel()
             if running is not None:
                 if not running.done():
                     running.cancel()
