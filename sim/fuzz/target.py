@@ -36,6 +36,7 @@ from sim.fuzz.campaign import campaign_settings
 from sim.fuzz.databases import Namespaced
 from sim.fuzz.drawn import DrawnAnswerer
 from sim.fuzz.findings import TargetCampaign, TargetRun, example_failed, one_line
+from sim.fuzz.invariants import Violation
 from sim.fuzz.program import ProgramRun, ProgramTarget, TargetSpec, program_target
 from sim.fuzz.replies import ReplyDrawer
 from sim.fuzz.terms import BOUND, PROMPT, RUN_SECONDS, Profile
@@ -286,10 +287,13 @@ def fuzz_target(
     on_run: Callable[[], None] | None = None,
     database: ExampleDatabase | None = None,
     on_draw: Callable[[int, ScriptedReplySpec], None] | None = None,
+    go_on: Callable[[list[Violation]], bool] | None = None,
 ) -> TargetCampaign:
     """A campaign against `target`: every run counted, and the smallest failing run with its findings;
     with a `database`, the failures it keeps for this target are run first and new ones kept there.
-    `on_run` is told when a run ends, `on_draw` of each reply drawn (the request's number, the reply)."""
+    `on_run` is told when a run ends, `on_draw` of each reply drawn (the request's number, the reply);
+    `go_on` is given each run's findings after it, and ends the campaign with the runs so far when it
+    returns False (another worker found a failure first)."""
 
     def draw(drawer: ReplyDrawer, asked: Asked) -> ScriptedReplySpec:
         spec = drawer.draw(asked.decoded, asked.terms, asked.body)
@@ -315,17 +319,25 @@ def fuzz_target(
         found = campaign.keep(run)
         if on_run is not None:
             on_run()
+        if go_on is not None and not go_on(found):
+            raise _Stopped
         if found:
             raise example_failed(found, run)
 
     try:
         example()
+    except _Stopped:  # not a failure: hypothesis lets it through as it does KeyboardInterrupt
+        pass
     except Exception:  # the failure (or hypothesis's word that it was flaky) is on the campaign
         if campaign.failure is None:
             raise
     finally:
         endpoint.close()
     return campaign
+
+
+class _Stopped(BaseException):
+    """A campaign's `go_on` said to stop: its runs so far stand."""
 
 
 REPLAY_ENDS = "(the saved run ends here)"
