@@ -3,6 +3,8 @@ becomes a model the loop can call."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import httpx2
 
 from sim.core.errors import ConfigurationError
@@ -20,9 +22,12 @@ def connect_model(
     max_tokens: int | None = None,
     chain: bool = False,
     http_client: httpx2.AsyncClient | None = None,
+    headers: Mapping[str, str] | None = None,
+    query: Mapping[str, str] | None = None,
 ) -> ModelClient:
     """The adapter for `api` on a new SDK client; `max_tokens` is Chat's `max_completion_tokens` or the
-    Responses API's `max_output_tokens`, and `chain` (previous_response_id) is for the Responses API only."""
+    Responses API's `max_output_tokens`, and `chain` (previous_response_id) is for the Responses API only;
+    `headers` and `query` go with every request (Azure OpenAI's `api-key` and `api-version`)."""
     # the SDK is imported here, not above: it takes half a second, and readers of recorded traffic, the
     # simulator and `sim serve` never need it
     from sim.adapters.openai_chat import OpenAIChatModel
@@ -37,6 +42,8 @@ def connect_model(
             max_output_tokens=max_tokens,
             chain=chain,
             http_client=http_client,
+            headers=headers,
+            query=query,
         )
     if chain:
         raise ConfigurationError("--chain is for the Responses API (--api responses)")
@@ -47,4 +54,6 @@ def connect_model(
         stream=stream,
         max_completion_tokens=max_tokens,
         http_client=http_client,
+        headers=headers,
+        query=query,
     )

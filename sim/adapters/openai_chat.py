@@ -6,6 +6,7 @@ grow with re-transforming the whole history (`chat.completions.create()` does th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import httpx2
@@ -58,14 +59,19 @@ class OpenAIChatModel:
         max_retries: int = 0,
         timeout: float = 600.0,
         http_client: httpx2.AsyncClient | None = None,
+        headers: Mapping[str, str] | None = None,
+        query: Mapping[str, str] | None = None,
     ) -> OpenAIChatModel:
-        """A model on a new SDK client; SDK retries are off unless `max_retries` says otherwise."""
+        """A model on a new SDK client; SDK retries are off unless `max_retries` says otherwise; `headers`
+        and `query` go with every request."""
         client = connect(
             base_url=base_url,
             api_key=api_key,
             max_retries=max_retries,
             timeout=timeout,
             http_client=http_client,
+            headers=headers,
+            query=query,
         )
         return cls(client, model, stream=stream, max_completion_tokens=max_completion_tokens)
 

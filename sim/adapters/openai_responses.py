@@ -8,7 +8,7 @@ added since (falling back to the whole input when the history did not simply gro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,14 +76,19 @@ class OpenAIResponsesModel:
         max_retries: int = 0,
         timeout: float = 600.0,
         http_client: httpx2.AsyncClient | None = None,
+        headers: Mapping[str, str] | None = None,
+        query: Mapping[str, str] | None = None,
     ) -> OpenAIResponsesModel:
-        """A model on a new SDK client; SDK retries are off unless `max_retries` says otherwise."""
+        """A model on a new SDK client; SDK retries are off unless `max_retries` says otherwise; `headers`
+        and `query` go with every request."""
         client = connect(
             base_url=base_url,
             api_key=api_key,
             max_retries=max_retries,
             timeout=timeout,
             http_client=http_client,
+            headers=headers,
+            query=query,
         )
         return cls(client, model, stream=stream, max_output_tokens=max_output_tokens, chain=chain)
 

@@ -27,11 +27,25 @@ _JSON_HEADERS = {"Content-Type": "application/json"}
 
 
 def connect(
-    *, base_url: str, api_key: str, max_retries: int, timeout: float, http_client: httpx2.AsyncClient | None
+    *,
+    base_url: str,
+    api_key: str,
+    max_retries: int,
+    timeout: float,
+    http_client: httpx2.AsyncClient | None,
+    headers: Mapping[str, str] | None = None,
+    query: Mapping[str, str] | None = None,
 ) -> AsyncOpenAI:
-    """A new SDK client; SDK retries are off unless `max_retries` says otherwise."""
+    """A new SDK client; SDK retries are off unless `max_retries` says otherwise; `headers` and `query` go
+    with every request (Azure OpenAI's `api-key` and `api-version`)."""
     return AsyncOpenAI(
-        base_url=base_url, api_key=api_key, max_retries=max_retries, timeout=timeout, http_client=http_client
+        base_url=base_url,
+        api_key=api_key,
+        max_retries=max_retries,
+        timeout=timeout,
+        http_client=http_client,
+        default_headers=headers,
+        default_query=query,
     )
 
 

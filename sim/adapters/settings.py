@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from sim.core.errors import ConfigurationError
 from sim.wire import Api
+from sim.wire.azure_paths import API_VERSION, azure_shaped, key_headers
 from sim.wire.registry import ENDPOINTS
 
 REQUIRED = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_MODEL")
@@ -53,6 +54,8 @@ class Settings:
     """OPENAI_ORG_ID and OPENAI_PROJECT_ID when set (the SDK sends them): secrets too."""
     api: Api = Api.chat
     """OPENAI_API: which API to speak, `chat` (the default) or `responses`."""
+    query: tuple[tuple[str, str], ...] = ()
+    """The query OPENAI_BASE_URL ends in (only Azure OpenAI's `api-version`), sent with every request."""
 
     def __repr__(self) -> str:
         shown = f"base_url={self.base_url!r}, api_key={mask(self.api_key)!r}, model={self.model!r}"
@@ -70,7 +73,12 @@ class Settings:
         missing = [name for name in REQUIRED if not values[name]]
         if missing:
             raise ConfigurationError(f"Missing required settings: {', '.join(missing)}")
-        base_url = values["OPENAI_BASE_URL"]
+        base_url, query = _without_query(values["OPENAI_BASE_URL"])
+        if any(name != API_VERSION for name, _ in query):
+            raise ConfigurationError(
+                f"OPENAI_BASE_URL's query may hold only {API_VERSION} (Azure OpenAI's): a URL is printed and"
+                " recorded, and the key goes as a header (OPENAI_API_KEY)"
+            )
         if "@" in urlsplit(base_url).netloc:  # a user or password, however its port reads
             raise ConfigurationError(
                 "OPENAI_BASE_URL must not carry a user or password: the key goes as a Bearer token"
@@ -93,12 +101,26 @@ class Settings:
                 )
         ids = tuple(i.strip() for i in (sources.openai_org_id, sources.openai_project_id) if i and i.strip())
         api = Api.named(sources.openai_api) if sources.openai_api and sources.openai_api.strip() else Api.chat
-        return cls(base_url, values["OPENAI_API_KEY"], values["OPENAI_MODEL"], ids, api)
+        return cls(base_url, values["OPENAI_API_KEY"], values["OPENAI_MODEL"], ids, api, query)
 
     @property
     def secrets(self) -> tuple[str, ...]:
         """Everything that must never be written or shown: the key and the account ids."""
         return (self.api_key, *self.account_ids)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The headers sent beside the SDK's own: to Azure OpenAI (its hosts, or a base path under
+        `/openai`), a key in `api-key` too, as `AzureOpenAI` sends it (an Entra ID token goes as the Bearer
+        token alone)."""
+        return key_headers(self.api_key) if azure_shaped(self.base_url) else {}
+
+
+def _without_query(url: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """A base URL without its query, and the query's pairs (the SDK would put the path after it)."""
+    parts = urlsplit(url)
+    pairs = tuple(parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit(parts._replace(query="", fragment="")), pairs
 
 
 @dataclass(frozen=True, slots=True)

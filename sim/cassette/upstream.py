@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from sim.cassette.secrets import credentials_in
+from sim.wire.azure_paths import azure_shaped, key_headers
 
 MASKED = "***"
 
@@ -18,7 +19,6 @@ _CREDENTIAL_WORDS = frozenset(
      "credential", "credentials", "session", "sessionid"}
 )  # fmt: skip
 _WORD = re.compile(r"[a-z0-9]+")
-_AZURE_HOSTS = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
 
 
 def is_credential_parameter(name: str, value: str) -> bool:
@@ -68,15 +68,18 @@ class UpstreamUrl:
 
     @property
     def azure(self) -> bool:
-        """Whether it is Azure OpenAI, which takes the key in an `api-key` header."""
-        return (urlsplit(self.origin).hostname or "").endswith(_AZURE_HOSTS)
+        """Whether it is Azure OpenAI, which takes a key in an `api-key` header: one of Azure's hosts, or a
+        base path under `/openai` (a gateway in front of it, or a simulator standing in for it)."""
+        return azure_shaped(self.origin + self.base_path)
 
     def credentials(self, headers: Mapping[str, str]) -> dict[str, str]:
         """The credential headers (`authorization: Bearer KEY`, account ids) as this upstream takes them:
-        to Azure OpenAI, the key in `api-key` too."""
+        to Azure OpenAI, a key in `api-key` too, and a Microsoft Entra token as the Bearer token alone (as
+        `AzureOpenAI` sends them)."""
         sent = dict(headers)
-        if self.azure and "authorization" in sent:
-            sent["api-key"] = sent["authorization"].removeprefix("Bearer ")
+        token = sent.get("authorization", "").removeprefix("Bearer ")
+        if self.azure and token:
+            sent.update(key_headers(token))
         return sent
 
     def target(self, tail: str, query: str = "", *, shown: bool = False) -> str:

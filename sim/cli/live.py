@@ -177,6 +177,8 @@ def _live_runner(live: Live) -> tuple[Settings, AgentRunner]:
             max_tokens=live.max_tokens,
             chain=live.chain,
             http_client=http_client_factory(),
+            headers=settings.headers,
+            query=dict(settings.query),
         )
         runner = AgentRunner(
             model,

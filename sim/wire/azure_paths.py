@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 __all__ = [
+    "API_KEY_HEADER",
     "API_VERSION",
     "AZURE_SERVED",
     "AzurePath",
+    "azure_shaped",
     "below_base",
     "has_api_version",
+    "key_headers",
     "served_as",
     "unversioned",
 ]
@@ -39,6 +42,12 @@ _DEPLOYMENT_ENDPOINTS = frozenset({"/chat/completions"})
 _VERSIONED = re.compile(r"/(?:responses(?:/.*)?|models)")
 """What sim serves below `/openai/` outside deployments and v1: the Responses API and the models list."""
 _BASES = (V1_ROOT, ROOT, _OPENAI_ROOT)
+
+API_KEY_HEADER = "api-key"
+"""The header Azure OpenAI takes a key in (an Entra ID token goes as `authorization: Bearer`)."""
+_AZURE_HOSTS = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
+_ENTRA_TOKEN = re.compile(r"eyJ[\w-]*\.[\w-]+\.[\w-]*")
+"""A Microsoft Entra ID access token: a JWT (three base64url parts, the first a JSON object's `{"`)."""
 
 AZURE_SERVED = (
     "and for Azure OpenAI clients the same under /openai/v1, and with ?api-version= "
@@ -94,3 +103,17 @@ def below_base(path: str) -> str:
         if trimmed.startswith(base + "/"):
             return trimmed.removeprefix(base)
     return trimmed
+
+
+def azure_shaped(url: str) -> bool:
+    """Whether a base URL is Azure OpenAI's: one of Azure's hosts, or a path under `/openai` (a gateway in
+    front of it, such as API Management, or a simulator standing in for it)."""
+    parts = urlsplit(url)
+    path = parts.path.rstrip("/")
+    return (parts.hostname or "").endswith(_AZURE_HOSTS) or path == ROOT or path.startswith(ROOT + "/")
+
+
+def key_headers(secret: str) -> dict[str, str]:
+    """The header Azure OpenAI takes `secret` in beside the Bearer token: a key in `api-key`; none for an
+    Entra ID token, which goes as the Bearer token alone (as `AzureOpenAI` sends each)."""
+    return {} if _ENTRA_TOKEN.fullmatch(secret) else {API_KEY_HEADER: secret}
