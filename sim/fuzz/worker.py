@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
+import mmap
 import os
 import select
 import signal
@@ -23,8 +24,8 @@ import sys
 import threading
 import traceback
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from sim.core.errors import ConfigurationError
@@ -51,32 +52,73 @@ class WorkerError(RuntimeError):
     """sim's own code failed in the worker (never the target: what it raises is judged)."""
 
 
-def in_worker(work: Callable[[Send], dict[str, Any]], on_event: Callable[[dict[str, Any]], None]) -> Any:
+Work = Callable[[Send], dict[str, Any]]
+"""What a worker does, sending events as it goes: its result."""
+
+
+def in_worker(work: Work, on_event: Callable[[dict[str, Any]], None]) -> Any:
     """Run `work(send)` in a forked worker; each event it sends is given to `on_event`; its result (what
     `work` returned), or `Ended` when the worker ended first. The worker's process group is ended before
     this returns. `ConfigurationError` or `WorkerError` when `work` raised one."""
+    return in_workers([work], lambda index, event: on_event(event))[0]
+
+
+def in_workers(
+    works: Sequence[Work],
+    on_event: Callable[[int, dict[str, Any]], None],
+    on_done: Callable[[int, Any], None] | None = None,
+) -> list[Any]:
+    """Run each `work(send)` in a forked worker of its own, all at once: each event a worker sends is given
+    to `on_event` with the worker's index, and its result (what `work` returned, or `Ended` when the worker
+    ended first) to `on_done` as soon as it comes; the results, in order. Every worker's process group is
+    ended before this returns. `ConfigurationError` or `WorkerError` as soon as any `work` raised one."""
     sys.stdout.flush()
     sys.stderr.flush()
-    reading, writing = os.pipe()
     parent = os.getpid()
-    pid = os.fork()
-    if pid == 0:  # the worker: never returns into the caller's code
-        os.close(reading)
-        _work(work, writing, parent)
-    os.close(writing)
-    # the worker has a session of its own, so a signal to sim's process group no longer reaches it: sim
-    # ends it on SIGTERM as on Ctrl-C (and, where it is killed outright, the worker dies with it)
+    running: list[_Running] = []
+    # a worker has a session of its own, so a signal to sim's process group no longer reaches it: sim
+    # ends every worker on SIGTERM as on Ctrl-C (and, where it is killed outright, they die with it)
     terminate = threading.current_thread() is threading.main_thread()
     before = signal.signal(signal.SIGTERM, _terminated) if terminate else None
     try:
-        return _listen(pid, reading, on_event)
+        for index, work in enumerate(works):
+            running.append(_fork(index, work, parent, [worker.reading for worker in running]))
+        return _listen(running, on_event, on_done)
     finally:
         if terminate:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if before is None else before)
-        os.close(reading)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)  # the worker, threads and children its target left running
-        os.waitpid(pid, 0)
+        for worker in running:
+            os.close(worker.reading)
+            _end_group(worker.pid)  # the worker, threads and children its target left running
+        for worker in running:
+            os.waitpid(worker.pid, 0)
+
+
+@dataclass(slots=True)
+class _Running:
+    """A forked worker as its parent listens to it: the end of its pipe, and the part of a line read."""
+
+    index: int
+    pid: int
+    reading: int
+    pending: bytes = b""
+
+
+def _fork(index: int, work: Work, parent: int, inherited: list[int]) -> _Running:
+    """Worker `index`, forked; `inherited` are the pipes of the workers forked before it (closed in it)."""
+    reading, writing = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the worker: never returns into the caller's code
+        for descriptor in (reading, *inherited):
+            os.close(descriptor)
+        _work(work, writing, parent)
+    os.close(writing)
+    return _Running(index, pid, reading)
+
+
+def _end_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
 
 
 def _terminated(number: int, frame: object) -> None:
@@ -91,13 +133,14 @@ def _die_with(parent: int) -> None:
         os._exit(0)
 
 
-def _work(work: Callable[[Send], dict[str, Any]], writing: int, parent: int) -> None:
+def _work(work: Work, writing: int, parent: int) -> None:
     def send(event: dict[str, Any]) -> None:
         data = memoryview(json.dumps(event).encode() + b"\n")
         while data:
             data = data[os.write(writing, data) :]
 
     try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # sim's own handler, inherited, is not the worker's
         os.setsid()
         _die_with(parent)
         nothing = os.open(os.devnull, os.O_RDONLY)
@@ -113,25 +156,45 @@ def _work(work: Callable[[Send], dict[str, Any]], writing: int, parent: int) -> 
         os._exit(0)
 
 
-def _listen(pid: int, reading: int, on_event: Callable[[dict[str, Any]], None]) -> Any:
-    pending = b""
-    while True:
-        ready, _, _ = select.select([reading], [], [], 0.25)
-        chunk = os.read(reading, 1 << 16) if ready else b""
-        if not chunk and (ready or _ended(pid)):  # the pipe closed, or the worker is gone
-            chunk = _drain(reading)
+def _listen(
+    running: list[_Running],
+    on_event: Callable[[int, dict[str, Any]], None],
+    on_done: Callable[[int, Any], None] | None,
+) -> list[Any]:
+    results: list[Any] = [None] * len(running)
+    waiting = {worker.reading: worker for worker in running}
+
+    def finish(worker: _Running, result: Any) -> None:
+        results[worker.index] = result
+        del waiting[worker.reading]
+        _end_group(worker.pid)  # what its target left running ends now, not when the others are done
+        if on_done is not None:
+            on_done(worker.index, result)
+
+    while waiting:
+        ready, _, _ = select.select(list(waiting), [], [], 0.25)
+        for worker in list(waiting.values()):
+            readable = worker.reading in ready
+            chunk = os.read(worker.reading, 1 << 16) if readable else b""
+            if not chunk and (readable or _ended(worker.pid)):  # the pipe closed, or the worker is gone
+                chunk = _drain(worker.reading)
+                if not chunk:
+                    finish(worker, Ended(_how(worker.pid)))
+                    continue
             if not chunk:
-                return Ended(_how(pid))
-        *lines, pending = (pending + chunk).split(b"\n")
-        for line in lines:
-            event = json.loads(line)
-            if "result" in event:
-                return event["result"]
-            if "usage" in event:
-                raise ConfigurationError(event["usage"])
-            if "error" in event:
-                raise WorkerError(f"the campaign's worker failed:\n{event['error']}")
-            on_event(event)
+                continue
+            *lines, worker.pending = (worker.pending + chunk).split(b"\n")
+            for line in lines:
+                event = json.loads(line)
+                if "result" in event:
+                    finish(worker, event["result"])
+                    break
+                if "usage" in event:
+                    raise ConfigurationError(event["usage"])
+                if "error" in event:
+                    raise WorkerError(f"the campaign's worker failed:\n{event['error']}")
+                on_event(worker.index, event)
+    return results
 
 
 def _ended(pid: int) -> bool:
@@ -167,53 +230,144 @@ def fuzz_target_in_worker(
     seconds: float,
     on_run: Callable[[], None] | None = None,
     database: Guarded | None = None,
+    workers: int = 1,
 ) -> TargetCampaign:
     """`fuzz_target` on the target `spec` names (`module:function`, loaded in the worker, or a program's
     command), in a worker process; a worker that ends before it reports is a `crash` finding. The
-    database's problem, if any, is set on `database`."""
+    database's problem, if any, is set on `database`.
 
-    def work(send: Send) -> dict[str, Any]:
-        campaign = fuzz_target(
-            loaded(spec),
-            examples=examples,
-            seed=seed,
-            profile=profile,
-            bound=bound,
-            allow=allow,
-            seconds=seconds,
-            on_run=lambda: send({"run": 1}),
-            database=database,
-            on_draw=lambda number, reply: send({"reply": [number, reply.model_dump(mode="json")]}),
-        )
-        return {**_campaign_json(campaign), "database": None if database is None else database.problem}
+    With `workers` above 1, that many campaigns run at once, each in a worker of its own with its share of
+    the examples (`share`) and a seed of its own (`worker_seed`), and are told as one (`merged`): the first
+    worker to find a failure shrinks it while the others stop after the run they are in. Which worker finds
+    first depends on how the workers' runs interleave, so the failure found is not fixed by the seed."""
+    count = max(1, min(workers, examples))
+    stops = mmap.mmap(-1, count)  # shared with the forked workers: byte i set asks worker i to stop
 
-    runs, drawn = 0, 0
-    replies: list[Any] = []  # the replies of the run going on, saved if the worker ends in it
+    def work(index: int) -> Work:
+        def campaign_in_worker(send: Send) -> dict[str, Any]:
+            told = False
 
-    def heard(event: dict[str, Any]) -> None:
-        nonlocal runs, drawn
+            def go_on(found: list[Violation]) -> bool:
+                nonlocal told
+                if found and not told:  # the parent stops the others on the first worker's word
+                    told = True
+                    send({"found": 1})
+                return not stops[index]
+
+            campaign = fuzz_target(
+                loaded(spec),
+                examples=share(examples, count, index),
+                seed=worker_seed(seed, index),
+                profile=profile,
+                bound=bound,
+                allow=allow,
+                seconds=seconds,
+                on_run=lambda: send({"run": 1}),
+                database=database,
+                on_draw=lambda number, reply: send({"reply": [number, reply.model_dump(mode="json")]}),
+                go_on=go_on if count > 1 else None,
+            )
+            return {**_campaign_json(campaign), "database": None if database is None else database.problem}
+
+        return campaign_in_worker
+
+    heard = [_Heard() for _ in range(count)]
+    finder: int | None = None
+
+    def found_by(index: int) -> None:
+        nonlocal finder
+        if finder is None:
+            finder = index
+            for other in range(count):
+                stops[other] = int(other != index)
+
+    def on_event(index: int, event: dict[str, Any]) -> None:
+        worker = heard[index]
         if "reply" in event:
-            drawn += 1
-            replies.append(event["reply"])
-            return
-        runs, replies[:] = runs + 1, []
-        if on_run is not None:
-            on_run()
+            worker.drawn += 1
+            worker.replies.append(event["reply"])
+        elif "found" in event:
+            found_by(index)
+        else:
+            worker.runs, worker.replies = worker.runs + 1, []
+            if on_run is not None:
+                on_run()
 
-    result = in_worker(work, heard)
-    if isinstance(result, Ended):
-        program = isinstance(spec, Command)
-        campaign = TargetCampaign(
-            target_name(spec), profile, allow, runs=runs + 1, requests=drawn, program=program
-        )
-        run = _run_of({"received": len(replies), "served": replies})
-        after = f"after {last_reply(run)}" if replies else "before any reply"
-        said = f"run {runs + 1}: the target {_ended_the_process(result)} ({after})"
-        campaign.failure, campaign.violations = run, [Violation("crash", said)]
-        return campaign
-    if database is not None:
-        database.problem = result["database"]
-    return _campaign_of(spec, profile, allow, result)
+    def on_done(index: int, result: Any) -> None:
+        if isinstance(result, Ended):
+            found_by(index)
+
+    try:
+        results = in_workers([work(index) for index in range(count)], on_event, on_done)
+    finally:
+        stops.close()
+    campaigns = []
+    for worker, result in zip(heard, results, strict=True):
+        if isinstance(result, Ended):
+            campaigns.append(_ended_campaign(spec, profile, allow, worker, result))
+            continue
+        if database is not None and database.problem is None:
+            database.problem = result["database"]
+        campaigns.append(_campaign_of(spec, profile, allow, result))
+    return campaigns[0] if count == 1 else merged(campaigns, finder)
+
+
+def share(examples: int, workers: int, index: int) -> int:
+    """The examples worker `index` of `workers` draws: an even share, the first ones one more while any
+    are left over, so that the shares add up to `examples`."""
+    return examples // workers + (index < examples % workers)
+
+
+def worker_seed(seed: int, index: int) -> int:
+    """The seed of worker `index`: `seed` itself for the first (one worker draws what `--seed` always
+    drew), and for the others seeds no small `--seed` gives."""
+    return seed + (index << 64)
+
+
+def merged(campaigns: list[TargetCampaign], finder: int | None) -> TargetCampaign:
+    """Campaigns run side by side against one target, as one: every count summed, and the failure of the
+    worker that found one first (`finder`; the first failing campaign when none was told)."""
+    first = campaigns[0]
+    whole = TargetCampaign(first.target, first.profile, first.allow, program=first.program)
+    for campaign in campaigns:
+        whole.runs += campaign.runs
+        whole.requests += campaign.requests
+        whole.round_trips += campaign.round_trips
+        whole.raised.update(campaign.raised)
+        whole.unsimulated += campaign.unsimulated
+        whole.unsimulated_example = whole.unsimulated_example or campaign.unsimulated_example
+        whole.unhonoured |= campaign.unhonoured
+        whole.calling_runs += campaign.calling_runs
+    if finder is None:
+        finder = next((index for index, c in enumerate(campaigns) if c.failure is not None), None)
+    if finder is not None:
+        whole.failure, whole.violations = campaigns[finder].failure, list(campaigns[finder].violations)
+    return whole
+
+
+@dataclass(slots=True)
+class _Heard:
+    """What the parent heard of a worker's campaign: its runs, the replies drawn, and those of the run
+    going on (saved if the worker ends in it)."""
+
+    runs: int = 0
+    drawn: int = 0
+    replies: list[Any] = field(default_factory=list)
+
+
+def _ended_campaign(
+    spec: TargetSpec, profile: Profile, allow: tuple[str, ...], heard: _Heard, ended: Ended
+) -> TargetCampaign:
+    """The campaign of a worker that ended before it reported: a `crash` finding in the run it was in."""
+    program = isinstance(spec, Command)
+    campaign = TargetCampaign(
+        target_name(spec), profile, allow, runs=heard.runs + 1, requests=heard.drawn, program=program
+    )
+    run = _run_of({"received": len(heard.replies), "served": heard.replies})
+    after = f"after {last_reply(run)}" if heard.replies else "before any reply"
+    said = f"run {heard.runs + 1}: the target {_ended_the_process(ended)} ({after})"
+    campaign.failure, campaign.violations = run, [Violation("crash", said)]
+    return campaign
 
 
 def _ended_the_process(ended: Ended) -> str:
