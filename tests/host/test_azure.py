@@ -139,14 +139,14 @@ def responses_loop(client: OpenAI, model: str, stream: bool) -> str:
     while True:
         if stream:
             with client.responses.stream(model=model, input=items, tools=RESPONSES_TOOLS) as events:
-                response = events.get_final_response()
+                response: Any = events.get_final_response()
         else:
             response = client.responses.create(model=model, input=items, tools=RESPONSES_TOOLS)
         assert client.responses.retrieve(response.id).id == response.id  # the stored response, by its id
         calls = [item for item in response.output if item.type == "function_call"]
         if not calls:
             assert [item.id for item in client.responses.input_items.list(response.id)]
-            return response.output_text
+            return str(response.output_text)
         items += [call_sent(call) for call in calls]
         items += [output_sent(call) for call in calls]
 
@@ -156,14 +156,14 @@ async def async_responses_loop(client: AsyncOpenAI, model: str, stream: bool) ->
     while True:
         if stream:
             async with client.responses.stream(model=model, input=items, tools=RESPONSES_TOOLS) as events:
-                response = await events.get_final_response()
+                response: Any = await events.get_final_response()
         else:
             response = await client.responses.create(model=model, input=items, tools=RESPONSES_TOOLS)
         assert (await client.responses.retrieve(response.id)).id == response.id
         calls = [item for item in response.output if item.type == "function_call"]
         if not calls:
             assert [item.id async for item in client.responses.input_items.list(response.id)]
-            return response.output_text
+            return str(response.output_text)
         items += [call_sent(call) for call in calls]
         items += [output_sent(call) for call in calls]
 
