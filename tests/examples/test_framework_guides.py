@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.host.processes import MARKED_KEY, ROOT, SIM, program, served
+from tests.host.processes import MARKED_KEY, ROOT, SIM, served, served_to
 
 FRAMEWORKS = ROOT / "examples" / "frameworks"
 WEATHER = FRAMEWORKS / "weather.yaml"
@@ -56,22 +56,16 @@ def agent(name: str) -> list[str]:
 
 @pytest.mark.parametrize("name", sorted(set(AGENTS) - set(RECORDED)))
 def test_each_framework_in_each_api_runs_unmodified_against_a_served_scenario(name: str) -> None:
-    with served(WEATHER, "--once") as (server, base_url):
-        done = program(base_url, *agent(name))
-        assert (done.returncode, done.stdout) == (0, ANSWER), done.stderr
-        assert server.wait(timeout=20) == 0
-        assert server.stderr is not None
-        assert f"({APIS[name]} 2)" in server.stderr.read()
+    done = served_to(WEATHER, *agent(name), options=["--once"])  # the guide's `sim serve ... -- python ...`
+    assert (done.returncode, done.stdout) == (0, ANSWER), done.stderr  # the agent's and the scenario's
+    assert f"({APIS[name]} 2)" in done.stderr
 
 
 @pytest.mark.parametrize("name", RECORDED)
 def test_a_served_scenario_then_a_proxied_recording_served_back(tmp_path: Path, name: str) -> None:
-    with served(WEATHER, "--once") as (server, base_url):
-        done = program(base_url, *agent(name))
-        assert (done.returncode, done.stdout) == (0, ANSWER), done.stderr
-        assert server.wait(timeout=20) == 0
-        assert server.stderr is not None
-        assert f"({APIS[name]} 2)" in server.stderr.read()  # the API the framework speaks by default
+    done = served_to(WEATHER, *agent(name), options=["--once"])
+    assert (done.returncode, done.stdout) == (0, ANSWER), done.stderr
+    assert f"({APIS[name]} 2)" in done.stderr  # the API the framework speaks by default
 
     cassette = tmp_path / "weather.cassette.yaml"
     with served(WEATHER, "--once") as (upstream, upstream_url):
@@ -87,10 +81,8 @@ def test_a_served_scenario_then_a_proxied_recording_served_back(tmp_path: Path, 
         assert upstream.wait(timeout=20) == 0
     assert MARKED_KEY not in cassette.read_text()
 
-    with served(cassette, "--once") as (server, base_url):
-        again = program(base_url, *agent(name))
-        assert (again.returncode, again.stdout) == (0, ANSWER), again.stderr
-        assert server.wait(timeout=20) == 0
+    again = served_to(cassette, *agent(name), options=["--once"])
+    assert (again.returncode, again.stdout) == (0, ANSWER), again.stderr
 
 
 def test_the_marker_replays_every_framework_offline() -> None:

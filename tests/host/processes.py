@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
@@ -61,3 +61,20 @@ def program(base_url: str, *command: str, key: str = "sk-program-0123") -> subpr
     return subprocess.run(
         list(command), env=environment, capture_output=True, text=True, timeout=120, check=False, cwd=ROOT
     )
+
+
+def served_to(
+    file: Path,
+    *command: str,
+    options: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """`sim serve FILE --port 0 OPTIONS -- COMMAND` run to its end in the checkout (so that programs import
+    `examples`), `env` added to this environment (without its OPENAI_BASE_URL): what a user runs in CI."""
+    environment = {k: v for k, v in os.environ.items() if k != "OPENAI_BASE_URL"}
+    environment.update(PYTHONPATH=str(ROOT), **(env or {}))
+    return subprocess.run(
+        [*SIM, "serve", str(file), "--port", "0", *options, "--", *command],
+        capture_output=True, text=True, timeout=timeout, check=False, env=environment, cwd=ROOT,
+    )  # fmt: skip
