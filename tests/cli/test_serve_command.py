@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -250,3 +251,42 @@ def test_a_signal_to_sim_ends_the_command(programs: Path, tmp_path: Path, number
     assert f"was stopped when the run ended: it was ended by {ended}" in stderr
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def documented_commands() -> list[tuple[str, str]]:
+    """Each `sim serve ... -- COMMAND` line of the README and the serving guide whose files are bundled."""
+    found = []
+    for page in ("README.md", "docs/serving.md"):
+        text = (ROOT / page).read_text()
+        for block in re.findall(r"^```bash\n(.*?)^```", text, flags=re.S | re.M):
+            for line in block.replace("\\\n", " ").splitlines():
+                words = line.split("#")[0].split()
+                at = words.index("sim") if "sim" in words else -1
+                if words[at + 1 : at + 2] == ["serve"] and "--" in words and (ROOT / words[at + 2]).exists():
+                    found.append((page, line.split("  #")[0].strip()))
+    return found
+
+
+DOCUMENTED = documented_commands()
+
+
+def test_the_docs_show_commands_served_to() -> None:
+    assert {page for page, _ in DOCUMENTED} == {"README.md", "docs/serving.md"}
+
+
+@pytest.mark.parametrize(("page", "line"), DOCUMENTED, ids=[f"{p}:{line[:50]}" for p, line in DOCUMENTED])
+def test_each_documented_command_served_to_runs_as_written(page: str, line: str, tmp_path: Path) -> None:
+    """By the shell, in a folder holding the bundled files, on a free port; `python` and `sim` are this
+    checkout's. It exits 0 with the program's output alone on standard output."""
+    for bundled in ("examples", "scenarios"):
+        (tmp_path / bundled).symlink_to(ROOT / bundled)
+    shell = line if "--port" in line else re.sub(r"(sim serve \S+)", r"\1 --port 0", line, count=1)
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    done = subprocess.run(
+        ["bash", "-c", shell], cwd=tmp_path, env={**environment, "PATH": path, "PYTHONPATH": str(ROOT)},
+        capture_output=True, text=True, timeout=90, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, f"{page}: {line}: {done.stderr}"
+    assert "OPENAI_BASE_URL" not in done.stdout and done.stdout.strip(), done.stdout
+    assert "the served file's verdict: passed" in done.stderr
