@@ -1,10 +1,12 @@
-"""The fuzz commands: `sim fuzz --target MODULE:FUNC`, a hypothesis campaign over anyone's loop with replies
-drawn from the tools it offers (`--replay` plays a saved failing run to it again), and `sim fuzz-loop`, one
+"""The fuzz commands: `sim fuzz --target MODULE:FUNC` or `sim fuzz -- COMMAND`, a hypothesis campaign over
+anyone's loop (a function, or a program in any language) with replies drawn from the tools it offers
+(`--replay` plays a saved failing run to it again), and `sim fuzz-loop`, one
 over our own loop's invariants. Hypothesis and the campaigns are imported when a command runs, so that the
 help is built without them."""
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
@@ -35,9 +37,13 @@ if TYPE_CHECKING:
     from sim.fuzz.databases import Guarded
     from sim.fuzz.findings import TargetCampaign
     from sim.fuzz.invariants import Violation
+    from sim.fuzz.program import TargetSpec
     from sim.fuzz.worker import Replayed
 
-NO_TARGET = "give --target MODULE:FUNC, the loop to fuzz (sim's own loop is fuzzed by `sim fuzz-loop`)"
+NO_TARGET = (
+    "give --target MODULE:FUNC (a Python function) or -- COMMAND ARGS... (a program in any language, its"
+    " client built from OPENAI_BASE_URL), the loop to fuzz (sim's own loop is fuzzed by `sim fuzz-loop`)"
+)
 """What `sim fuzz` says when it is given no loop."""
 
 Examples = Annotated[int, typer.Option(help="Examples to draw (more run while a failure shrinks).")]
@@ -65,6 +71,14 @@ def fuzz(
             " fuzz-loop).",
         ),
     ] = None,
+    command: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[-- COMMAND ARGS...]",
+            help="A program to fuzz instead, in any language: each run starts it afresh with OPENAI_BASE_URL"
+            " pointing at a simulator (and a placeholder OPENAI_API_KEY); its exit is judged too.",
+        ),
+    ] = None,
     profile: Annotated[
         Profile, typer.Option(help="api: only what the real API sends; hostile: everything.")
     ] = Profile.api,
@@ -78,20 +92,37 @@ def fuzz(
         list[str] | None,
         typer.Option(help="An exception type the loop may raise (by name; repeat for more)."),
     ] = None,
+    allow_exit: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--allow-exit",
+            metavar="CODE",
+            help="A non-zero exit code the program documents: no crash (repeat for more).",
+        ),
+    ] = None,
     replay: Annotated[
         Path | None, typer.Option(help="Play this saved failing run to the loop, once, instead.")
     ] = None,
     save: Annotated[Path, typer.Option(help="Where a failing run is written.")] = Path("fuzz-failures"),
     database: Database = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            help="Campaigns to run at once, each in a process of its own with its share of the examples"
+            " (one per core); the first to find a failure shrinks it."
+        ),
+    ] = 1,
     as_json: JsonFlag = False,
     html_report: ReportFile = None,
 ) -> None:
     """Fuzz your loop with replies drawn from the tools it offers, each run calling it with an OpenAI client
-    pointed at a simulator; save the smallest failing run."""
-    if target is None:
-        raise usage_error(NO_TARGET)
+    pointed at a simulator (or starting your program with OPENAI_BASE_URL pointing at one); save the
+    smallest failing run."""
+    spec = _spec(target, command or [], allow or [], allow_exit or [])
     if examples < 1:
         raise usage_error("--examples must be at least 1")
+    if workers < 1:
+        raise usage_error("--workers must be at least 1")
     kept = _database(database)
     if bound < 1:
         raise usage_error("--bound must be at least 1")
@@ -99,7 +130,9 @@ def fuzz(
         raise usage_error(f"--run-seconds must be above 0 and at most {MAX_RUN_SECONDS:g}")
     allowed = tuple(allow or ())
     if replay is not None:
-        _replay(target, replay, allowed, run_seconds, as_json)
+        if workers != 1:
+            raise usage_error("--workers is for a campaign; --replay plays one run")
+        _replay(spec, replay, allowed, run_seconds, as_json)
         return
     from sim.fuzz.worker import fuzz_target_in_worker
     from sim.pages import fuzzed_target
@@ -109,7 +142,7 @@ def fuzz(
         advance = partial(_advance, bar, bar.add_task("fuzzing", total=examples))
         try:
             campaign = fuzz_target_in_worker(
-                target,
+                spec,
                 examples=examples,
                 seed=seed,
                 profile=profile,
@@ -118,6 +151,7 @@ def fuzz(
                 seconds=run_seconds,
                 on_run=advance,
                 database=kept,
+                workers=workers,
             )
         except ConfigurationError as error:
             raise usage_error(str(error)) from None
@@ -129,9 +163,9 @@ def fuzz(
         print_json(_campaign_json(campaign, vacuous))
     else:
         asked = counted(campaign.requests, "request")
-        said = f"{counted(campaign.runs, 'run')} of {target} ({profile} profile): {asked},"
+        said = f"{counted(campaign.runs, 'run')} of {visible(campaign.target)} ({profile} profile): {asked},"
         out.print(f"{said} {counted(campaign.round_trips, 'tool call')} answered", markup=False)
-        out.print(f"raised: {counts(campaign.raised)}", markup=False)
+        out.print(_raised(campaign), markup=False)
         if campaign.unsimulated:
             why = visible(campaign.unsimulated_example or "")
             out.print(
@@ -143,7 +177,7 @@ def fuzz(
             out.print(Text(f"! {note}", style="yellow"))
         _say(campaign.violations)
         if campaign.saved is not None:
-            again = f"sim fuzz --target {target} --replay {campaign.saved}"
+            again = visible(_again(spec, campaign.saved))
             out.print(f"smallest failing run: {campaign.saved} (to reproduce it: {again})", markup=False)
         if vacuous:
             out.print(Text(f"! nothing was tested: {vacuous}", style="red"))
@@ -207,6 +241,46 @@ def fuzz_loop(
         raise typer.Exit(1)
 
 
+def _raised(campaign: TargetCampaign) -> str:
+    """What the target raised (`raised: ValueError 2`), or how a program's runs ended badly."""
+    if not campaign.program:
+        return f"raised: {counts(campaign.raised)}"
+    ended = [f"{how} in {counted(runs, 'run')}" for how, runs in campaign.raised.most_common()]
+    return f"ended badly: {', '.join(ended) or 'never'}"
+
+
+def _spec(target: str | None, command: list[str], allow: list[str], allow_exit: list[int]) -> TargetSpec:
+    """What `sim fuzz` fuzzes: `--target`'s function or the command after `--`, or exit 2 saying why
+    neither can be."""
+    from sim.fuzz.program import Command, check_runnable
+
+    if target is not None and command:
+        raise usage_error("give either --target MODULE:FUNC or -- COMMAND ARGS..., not both")
+    if target is None and not command:
+        raise usage_error(NO_TARGET)
+    if target is not None:
+        if allow_exit:
+            raise usage_error("--allow-exit is for a program's exit codes; a function's exceptions: --allow")
+        return target
+    if allow:
+        raise usage_error("--allow names a function's exceptions; a program's exit codes: --allow-exit CODE")
+    if any(not 0 < code < 256 for code in allow_exit):
+        raise usage_error("--allow-exit takes exit codes from 1 to 255")
+    spec = Command(tuple(command), tuple(allow_exit))
+    try:
+        check_runnable(spec)
+    except ConfigurationError as error:
+        raise usage_error(str(error)) from None
+    return spec
+
+
+def _again(spec: TargetSpec, saved: Path) -> str:
+    """The command line that plays the saved run to the loop again."""
+    if isinstance(spec, str):
+        return f"sim fuzz --target {spec} --replay {shlex.quote(str(saved))}"
+    return shlex.join(["sim", "serve", str(saved), "--once", "--", *spec.argv])
+
+
 def _database(where: str | None) -> Guarded | None:
     """The example database `--database` names, or exit 2 saying why it cannot be used."""
     if where is None:
@@ -247,7 +321,8 @@ def _save(campaign: TargetCampaign, folder: Path, seed: int) -> Path:
 
     assert campaign.failure is not None
     broke = "; ".join(map(str, campaign.violations))
-    drawn = f"sim fuzz --target {campaign.target} ({campaign.profile} profile, seed {seed})"
+    fuzzed = f"-- {campaign.target}" if campaign.program else f"--target {campaign.target}"
+    drawn = f"sim fuzz {fuzzed} ({campaign.profile} profile, seed {seed})"
     name, description = f"fuzz-target-seed-{seed}", f"Drawn by {drawn}. It found: {broke}"
     return save_scenario(campaign.failure.scenario, folder, name, description)
 
@@ -300,13 +375,14 @@ def _advance(bar: Progress, task: TaskID) -> None:
     bar.refresh()
 
 
-def _replay(target: str, file: Path, allow: tuple[str, ...], seconds: float, as_json: bool) -> None:
+def _replay(spec: TargetSpec, file: Path, allow: tuple[str, ...], seconds: float, as_json: bool) -> None:
+    from sim.fuzz.program import target_name
     from sim.fuzz.worker import replay_target_in_worker
     from sim.scenario.loader import load_scenario
 
     scenario = open_one(file, load_scenario)
     try:
-        replayed = replay_target_in_worker(target, scenario, seconds, allow)
+        replayed = replay_target_in_worker(spec, scenario, seconds, allow)
     except ConfigurationError as error:
         raise usage_error(str(error)) from None
     found, raised = replayed.violations, replayed.raised
@@ -314,7 +390,8 @@ def _replay(target: str, file: Path, allow: tuple[str, ...], seconds: float, as_
         print_json(_replayed_json(replayed))
     else:
         requests = counted(replayed.requests, "request")
-        out.print(f"replayed {file} to {target}: {requests}; raised: {raised or 'nothing'}", markup=False)
+        shown = visible(target_name(spec))
+        out.print(f"replayed {file} to {shown}: {requests}; raised: {raised or 'nothing'}", markup=False)
         _say(found)
         if not found:
             out.print(Text("every invariant held", style="green"))

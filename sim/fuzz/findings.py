@@ -95,9 +95,14 @@ def findings(run: TargetRun, allow: tuple[str, ...] = ()) -> list[Violation]:
 def _failed(error: BaseException) -> str:
     """How a run failed, in words: what the target raised, or how the program ended and what it said."""
     if isinstance(error, ProgramFailed):
-        said = f"; the end of its standard error: {error.tail.strip()!r}" if error.tail.strip() else ""
+        said = f"; the end of its standard error: {_said(error.tail)}" if error.tail.strip() else ""
         return f"the program ended with {error.how}{said}"
     return f"the target raised {type(error).__name__}: {one_line(error)}"
+
+
+def _said(tail: str) -> str:
+    """A program's untrusted words, quoted on one line, every character that acts or hides written out."""
+    return repr(tail.strip())
 
 
 def failure_name(error: BaseException) -> str:
@@ -177,6 +182,8 @@ class TargetCampaign:
     """Runs served at least one reply that called a tool and finished (see `unanswered_note`)."""
     program: bool = False
     """Whether the target is a program (`raised` then counts how its runs ended: `exit code 1`)."""
+    said: str | None = None
+    """The end of the standard error of a program's run that ended badly (untrusted text)."""
 
     def unanswered_note(self) -> str | None:
         """What the summary says when calls were served but not one result ever came back: no invariant is
@@ -213,6 +220,8 @@ class TargetCampaign:
             self.unsimulated_example = self.unsimulated_example or why
         elif run.raised is not None:
             self.raised[failure_name(run.raised)] += 1
+            if isinstance(run.raised, ProgramFailed):
+                self.said = run.raised.tail
         found = findings(run, self.allow)
         if found:
             self.failure, self.violations = run, found
@@ -223,13 +232,14 @@ class TargetCampaign:
         every = len(self.raised) == 1 and sum(self.raised.values()) == self.runs
         name = next(iter(self.raised), "")
         failed = f"the program ended with {name}" if self.program else f"the target raised {name}"
+        said = f"; the end of its standard error: {_said(self.said)}" if self.said else ""
         if self.runs and not self.requests:
             if every:
-                return f"{failed} in every run ({self.runs}) before sending a request"
+                return f"{failed} in every run ({self.runs}) before sending a request{said}"
             if self.program:
                 return (
-                    f"the program never sent a request in {self.runs} runs, so nothing was tested (does it"
-                    " build its client from OPENAI_BASE_URL?)"
+                    f"the program never sent a request in {counted(self.runs, 'run')}, so nothing was tested"
+                    " (does it build its client from OPENAI_BASE_URL?)"
                 )
             return (
                 f"the target never sent a request in {self.runs} runs, so nothing was tested"
@@ -238,7 +248,7 @@ class TargetCampaign:
         if self.runs and self.unsimulated == self.runs:
             return f"every run asked for what sim cannot simulate ({self.unsimulated_example})"
         if every and self.runs > 1:
-            return f"{failed} in every one of {self.runs} runs, so nothing else was tested"
+            return f"{failed} in every one of {self.runs} runs, so nothing else was tested{said}"
         return None
 
 

@@ -30,9 +30,9 @@ API_KEY = "sim-fuzz"
 """The placeholder key a program is given (never a real one: nothing it sends leaves the machine)."""
 WITHHELD = ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
 """Variables of sim's environment a program never sees: a real key, or ids the SDKs send as headers."""
-TAIL_CHARACTERS = 2000
-"""How much of the end of a program's standard error a finding keeps."""
-_TAIL_BYTES = 4 * TAIL_CHARACTERS  # room for multi-byte characters; cut to characters once decoded
+TAIL_LINES, TAIL_CHARACTERS = 10, 1000
+"""How much of the end of a program's standard error a finding keeps: its last lines, at most so long."""
+_TAIL_BYTES = 8 * TAIL_CHARACTERS  # room for multi-byte characters; cut to characters once decoded
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,7 +207,8 @@ def _tail_until_exit(process: subprocess.Popen[bytes], stderr: int) -> str:
     finally:
         if exited is not None:
             os.close(exited)
-    return tail.decode(errors="replace")[-TAIL_CHARACTERS:]
+    lines = tail.decode(errors="replace").splitlines()[-TAIL_LINES:]
+    return "\n".join(lines)[-TAIL_CHARACTERS:]
 
 
 def _load_prctl() -> ctypes._NamedFuncPointer | None:

@@ -22,6 +22,7 @@ import select
 import signal
 import sys
 import threading
+import time
 import traceback
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -39,6 +40,9 @@ from sim.scenario.schema import Scenario, ScriptedReplySpec
 
 Send = Callable[[dict[str, Any]], None]
 """How the worker reports an event to the parent."""
+ENDING_SECONDS = 3.0
+"""How long workers asked to end (sim told to end, or another worker failed) have to end their runs
+before their process groups are killed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +88,9 @@ def in_workers(
         for index, work in enumerate(works):
             running.append(_fork(index, work, parent, [worker.reading for worker in running]))
         return _listen(running, on_event, on_done)
+    except BaseException:  # sim was told to end, or a worker failed: the others end their runs first
+        _ask_to_end(running)
+        raise
     finally:
         if terminate:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if before is None else before)
@@ -116,6 +123,18 @@ def _fork(index: int, work: Work, parent: int, inherited: list[int]) -> _Running
     return _Running(index, pid, reading)
 
 
+def _ask_to_end(running: list[_Running]) -> None:
+    """Ask every worker to end (SIGTERM), so that it kills the program its run started (a session of its
+    own, out of reach of the worker's process group), and wait up to `ENDING_SECONDS` for them all."""
+    for worker in running:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(worker.pid, signal.SIGTERM)
+    deadline = time.monotonic() + ENDING_SECONDS
+    for worker in running:
+        while not _ended(worker.pid) and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+
 def _end_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
@@ -123,6 +142,15 @@ def _end_group(pid: int) -> None:
 
 def _terminated(number: int, frame: object) -> None:
     raise SystemExit(128 + number)
+
+
+class _ToldToEnd(BaseException):
+    """In a worker: sim asked it to end (SIGTERM). Not an `Exception`, nor a `SystemExit` (which hypothesis
+    takes for a failure to shrink): it unwinds the campaign at once, killing the run's program on its way."""
+
+
+def _told_to_end(number: int, frame: object) -> None:
+    raise _ToldToEnd
 
 
 def _die_with(parent: int) -> None:
@@ -140,7 +168,7 @@ def _work(work: Work, writing: int, parent: int) -> None:
             data = data[os.write(writing, data) :]
 
     try:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # sim's own handler, inherited, is not the worker's
+        signal.signal(signal.SIGTERM, _told_to_end)
         os.setsid()
         _die_with(parent)
         nothing = os.open(os.devnull, os.O_RDONLY)
@@ -149,6 +177,8 @@ def _work(work: Work, writing: int, parent: int) -> None:
         send({"result": work(send)})
     except ConfigurationError as error:
         send({"usage": str(error)})
+    except _ToldToEnd:
+        pass
     except BaseException:
         with contextlib.suppress(BaseException):
             send({"error": traceback.format_exc()})
@@ -338,6 +368,7 @@ def merged(campaigns: list[TargetCampaign], finder: int | None) -> TargetCampaig
         whole.unsimulated_example = whole.unsimulated_example or campaign.unsimulated_example
         whole.unhonoured |= campaign.unhonoured
         whole.calling_runs += campaign.calling_runs
+        whole.said = whole.said or campaign.said
     if finder is None:
         finder = next((index for index, c in enumerate(campaigns) if c.failure is not None), None)
     if finder is not None:
@@ -420,6 +451,7 @@ def _campaign_json(campaign: TargetCampaign) -> dict[str, Any]:
         "unsimulated_example": campaign.unsimulated_example,
         "unhonoured": sorted(campaign.unhonoured),
         "calling_runs": campaign.calling_runs,
+        "said": campaign.said,
         "failure": None
         if failure is None
         else {
@@ -446,6 +478,7 @@ def _campaign_of(
         unhonoured=set(data["unhonoured"]),
         calling_runs=data["calling_runs"],
         program=isinstance(spec, Command),
+        said=data["said"],
     )
     if (failure := data["failure"]) is not None:
         campaign.failure = _run_of(failure)
