@@ -110,16 +110,16 @@ def test_the_marker_replays_every_framework_offline() -> None:
 
 def guide_recording_recipe() -> tuple[list[str], list[str]]:
     """The framework guide's recording recipe: the options of its `sim serve` (its fixed port left out) and
-    of the `pytest` it points there."""
+    of the `pytest` it runs against it."""
     text = (ROOT / "docs" / "frameworks.md").read_text()
-    serve = re.findall(r"^sim serve examples/frameworks/weather\.yaml (--cycle.*) &$", text, flags=re.M)
-    pytest_line = r"^OPENAI_BASE_URL=\S+ OPENAI_API_KEY=\S+ pytest examples/frameworks/test_weather\.py (.*)$"
-    record = re.findall(pytest_line, text, flags=re.M)
-    assert len(serve) == len(record) == 1, "the guide shows one recording recipe"
-    options = shlex.split(serve[0])
+    serve = r"^sim serve examples/frameworks/weather\.yaml (--cycle.*)"
+    line = serve + r" -- pytest examples/frameworks/test_weather\.py (.*)$"
+    found = re.findall(line, text, flags=re.M)
+    assert len(found) == 1, "the guide shows one recording recipe"
+    options = shlex.split(found[0][0])
     if "--port" in options:
         del options[options.index("--port") : options.index("--port") + 2]
-    return options, shlex.split(record[0])
+    return options, shlex.split(found[0][1])
 
 
 def test_the_marker_records_every_framework_again_into_fresh_cassettes(tmp_path: Path) -> None:
@@ -129,13 +129,10 @@ def test_the_marker_records_every_framework_again_into_fresh_cassettes(tmp_path:
     settings = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     (tmp_path / "pytest.ini").write_text(f"[pytest]\naddopts = {settings['addopts']}\n")
     serve, record = guide_recording_recipe()
-    with served(WEATHER, *serve) as (_, base_url):
-        environment = {**os.environ, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": MARKED_KEY,
-                       "PYTHONPATH": str(ROOT)}  # fmt: skip
-        done = subprocess.run(
-            [sys.executable, "-m", "pytest", str(copy), *record, "-q", "-p", "no:cacheprovider"],
-            cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=300, check=False,
-        )  # fmt: skip
+    done = served_to(
+        WEATHER, sys.executable, "-m", "pytest", str(copy), *record, "-q", "-p", "no:cacheprovider",
+        options=serve, env={"OPENAI_API_KEY": MARKED_KEY}, cwd=tmp_path, timeout=300,
+    )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     written = sorted(tmp_path.glob("cassettes/test_weather/*.yaml"))
     assert len(written) == 6

@@ -69,12 +69,13 @@ def served_to(
     options: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     timeout: float = 120,
+    cwd: Path = ROOT,
 ) -> subprocess.CompletedProcess[str]:
-    """`sim serve FILE --port 0 OPTIONS -- COMMAND` run to its end in the checkout (so that programs import
-    `examples`), `env` added to this environment (without its OPENAI_BASE_URL): what a user runs in CI."""
+    """`sim serve FILE --port 0 OPTIONS -- COMMAND` run to its end in `cwd` (programs import `examples` of
+    the checkout), `env` added to this environment (without its OPENAI_BASE_URL): what a user runs in CI."""
     environment = {k: v for k, v in os.environ.items() if k != "OPENAI_BASE_URL"}
     environment.update(PYTHONPATH=str(ROOT), **(env or {}))
     return subprocess.run(
         [*SIM, "serve", str(file), "--port", "0", *options, "--", *command],
-        capture_output=True, text=True, timeout=timeout, check=False, env=environment, cwd=ROOT,
+        capture_output=True, text=True, timeout=timeout, check=False, env=environment, cwd=cwd,
     )  # fmt: skip
