@@ -5,13 +5,14 @@ replayed. The npm package comes from `tests.node` (skipped, saying why, where No
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from sim.cassette.reader import read_cassette
-from tests.host.processes import MARKED_KEY, ROOT, SIM, program, served
+from tests.host.processes import MARKED_KEY, ROOT, SIM, served
 from tests.node import FALLBACK_PACKAGE, PROGRAMS, NodePrograms, install, package_for
 
 WEATHER = PROGRAMS / "weather.yaml"
@@ -40,13 +41,17 @@ def test_the_package_is_one_that_node_can_run() -> None:
     assert package_for(20) == package_for(18) == FALLBACK_PACKAGE
 
 
+def serve(file: Path, *command: str) -> subprocess.CompletedProcess[str]:
+    """`sim serve FILE --once -- COMMAND...` run to its end, on a free port."""
+    return sim("serve", str(file), "--port", "0", "--once", "--grace", "0.1", "--", *command)
+
+
 @pytest.mark.parametrize("loop", CAREFUL)
 def test_a_careful_loop_passes_against_a_served_scenario(node_programs: NodePrograms, loop: str) -> None:
-    with served(WEATHER, "--once", "--grace", "0.1") as (server, base_url):
-        done = program(base_url, *node_programs.command(loop))
-        assert done.returncode == 0, done.stderr
-        assert done.stdout.strip() == ANSWER
-        assert server.wait(timeout=20) == 0
+    done = serve(WEATHER, *node_programs.command(loop))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ANSWER
+    assert "exited with 0; the served file's verdict: passed" in done.stderr
 
 
 @pytest.mark.parametrize("loop", CAREFUL)
@@ -61,8 +66,54 @@ def test_a_careful_loop_recorded_through_the_proxy_is_served_its_cassette(
         assert upstream.wait(timeout=20) == 0
     assert MARKED_KEY not in cassette.read_text()
     assert len(read_cassette(cassette).interactions) == 2
-    with served(cassette, "--once", "--grace", "0.1") as (server, base_url):
-        again = program(base_url, *node_programs.command(loop))
-        assert again.returncode == 0, again.stderr
-        assert again.stdout.strip() == ANSWER
-        assert server.wait(timeout=20) == 0
+    again = serve(cassette, *node_programs.command(loop))
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.strip() == ANSWER
+    assert "2 of 2 interactions played" in again.stderr
+
+
+def fuzz(*args: str) -> subprocess.CompletedProcess[str]:
+    """`sim fuzz ARGS...` run to its end."""
+    return sim("fuzz", *args)
+
+
+@pytest.mark.parametrize("loop", CAREFUL)
+def test_a_careful_loop_passes_a_fuzz_campaign(node_programs: NodePrograms, loop: str) -> None:
+    done = fuzz("--examples", "20", "--", *node_programs.command(loop))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "every invariant held" in done.stdout
+    assert f"20 runs of {shlex.join(node_programs.command(loop))} (api profile)" in done.stdout
+
+
+BUGS = {
+    "forgets_tool_result.mjs": (1, ["! pairing: request ", "invalid request: missing tool results for ids"]),
+    "crashes_on_null_content.mjs": (0, [
+        "! crash: request 1 got {'tool_calls': ", "the program ended with exit code 1",
+        "TypeError: Cannot read properties of null (reading 'trim')",
+    ]),
+    "treats_length_as_done.mjs": (6, [
+        "! crash: request 1 got {'content': '{', 'finish_reason': 'length'}", "SyntaxError",
+    ]),
+    "never_stops.mjs": (0, ["! request_after_final: request 2 came after the final answer to request 1"]),
+}  # fmt: skip
+"""Each buggy loop, the seed that finds it in a few runs, and what the finding says."""
+
+
+@pytest.mark.parametrize("loop", sorted(BUGS))
+def test_a_buggy_loop_is_found_shrunk_and_replayed_by_the_command_it_prints(
+    node_programs: NodePrograms, loop: str, tmp_path: Path
+) -> None:
+    seed, said = BUGS[loop]
+    saved = tmp_path / "failures"
+    command = node_programs.command(loop)
+    done = fuzz("--examples", "40", "--seed", str(seed), "--save", str(saved), "--", *command)
+    assert done.returncode == 1, done.stdout + done.stderr
+    for words in said:
+        assert words in done.stdout
+    (file,) = saved.glob("*.yaml")
+    replay = f"sim serve {file} --once -- {shlex.join(command)}"
+    assert f"(to reproduce it: {replay})" in done.stdout
+    again = sim(*shlex.split(replay)[1:3], "--port", "0", *shlex.split(replay)[3:])
+    assert again.returncode != 0, again.stdout + again.stderr
+    fixed = serve(file, *node_programs.command("careful_chat.mjs"))
+    assert "the served file's verdict" in fixed.stderr
