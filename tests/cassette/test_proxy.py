@@ -22,7 +22,7 @@ import pytest
 from sim.cassette.reader import read_cassette
 from sim.cassette.recording_proxy import api_of
 from tests.commands import in_a_process
-from tests.host.processes import MARKED_KEY, ROOT, SIM, program, served, sim_process
+from tests.host.processes import MARKED_KEY, ROOT, SIM, served, served_to, sim_process
 
 WEATHER = ROOT / "examples" / "frameworks" / "weather.yaml"
 RAW_SDK = [sys.executable, "examples/frameworks/raw_sdk_weather.py"]
@@ -93,13 +93,10 @@ def test_a_program_recorded_through_the_proxy_is_served_back_with_the_upstream_g
         ["/v1/chat/completions"] * 2,
         ["/v1/responses"] * 2,
     )
-    with served(cassette, "--once") as (server, base_url):
-        again = program(base_url, *CASES[case])
-        assert again.returncode == 0, again.stderr
-        assert again.stdout == done.stdout
-        assert server.wait(timeout=20) == 0
-        assert server.stderr is not None
-        assert "2 of 2 interactions played" in server.stderr.read()
+    again = served_to(cassette, *CASES[case], options=["--once"])  # the program's and the recording's verdict
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == done.stdout
+    assert "2 of 2 interactions played" in again.stderr
 
 
 def test_a_changed_prompt_gets_a_400_naming_the_json_path(tmp_path: Path) -> None:

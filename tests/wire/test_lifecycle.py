@@ -25,7 +25,7 @@ from sim.scenario.answerer import ScriptAnswerer
 from sim.wire import Api
 from tests.cassette.test_proxy import proxied
 from tests.host.in_process import simulator
-from tests.host.processes import program, served
+from tests.host.processes import served, served_to
 
 TOOL: Any = {"type": "function", "name": "lookup", "description": "Looks up.", "strict": False,
         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}  # fmt: skip
@@ -526,10 +526,9 @@ def test_a_recording_of_the_lifecycle_endpoints_replays(tmp_path: Path) -> None:
     assert done.stdout.strip() == "completed The command printed 42. ['message'] 1"
     paths = [(i.request.method, i.request.path) for i in read_cassette(cassette).interactions]
     assert ("DELETE", "/v1/responses/resp_sim000001") in paths and len(paths) == 6
-    with served(cassette, "--once") as (_, base_url):
-        again = program(base_url, sys.executable, "-c", LOOP)
-        assert again.returncode == 0, again.stderr
-        assert again.stdout == done.stdout
+    again = served_to(cassette, sys.executable, "-c", LOOP, options=["--once"])
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == done.stdout
 
 
 def test_input_tokens_of_huge_and_deeply_nested_bodies(tmp_path: Path) -> None:
