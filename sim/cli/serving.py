@@ -21,6 +21,7 @@ from sim.core.counts import counted
 from sim.core.errors import CassetteError, ConfigurationError
 from sim.core.untrusted import visible
 from sim.wire import STORE_LIMIT_BYTES
+from sim.wire.azure_paths import AZURE_API_KEY, azure_environment
 
 if TYPE_CHECKING:
     from sim.host.access_log import AccessLog
@@ -238,6 +239,9 @@ class _Beside:
         environment["OPENAI_BASE_URL"] = url
         if not environment.get("OPENAI_API_KEY"):
             environment["OPENAI_API_KEY"] = SERVED_KEY
+        environment.update(azure_environment(url))  # AzureOpenAI() finds it too
+        if not environment.get(AZURE_API_KEY):
+            environment[AZURE_API_KEY] = SERVED_KEY
         return environment
 
     def run(self, server: AppServer, url: str, ready: Callable[[], None]) -> int | None:
@@ -429,6 +433,7 @@ def proxy(
     url = base_url(server.sock)
     environment = {k: v for k, v in os.environ.items() if k not in ACCOUNT_VARIABLES}
     environment.update(OPENAI_BASE_URL=url, OPENAI_API_KEY=PLACEHOLDER_KEY)
+    environment.update({**azure_environment(url), AZURE_API_KEY: PLACEHOLDER_KEY})  # for AzureOpenAI()
 
     def ready() -> None:
         if command:  # the command's output is the command's alone; it finds the proxy in its environment

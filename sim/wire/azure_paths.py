@@ -18,8 +18,10 @@ from urllib.parse import parse_qs, urlsplit
 __all__ = [
     "API_KEY_HEADER",
     "API_VERSION",
+    "AZURE_API_KEY",
     "AZURE_SERVED",
     "AzurePath",
+    "azure_environment",
     "azure_shaped",
     "below_base",
     "has_api_version",
@@ -117,3 +119,14 @@ def key_headers(secret: str) -> dict[str, str]:
     """The header Azure OpenAI takes `secret` in beside the Bearer token: a key in `api-key`; none for an
     Entra ID token, which goes as the Bearer token alone (as `AzureOpenAI` sends each)."""
     return {} if _ENTRA_TOKEN.fullmatch(secret) else {API_KEY_HEADER: secret}
+
+
+AZURE_API_KEY = "AZURE_OPENAI_API_KEY"
+"""The variable an `AzureOpenAI()` client reads its key from."""
+
+
+def azure_environment(base_url: str) -> dict[str, str]:
+    """Where an `AzureOpenAI()` client built from its environment finds the server at `base_url`:
+    `AZURE_OPENAI_ENDPOINT`, the URL's origin (the client adds `/openai/...` itself)."""
+    parts = urlsplit(base_url)
+    return {"AZURE_OPENAI_ENDPOINT": f"{parts.scheme}://{parts.netloc}"}

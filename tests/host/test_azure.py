@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -25,8 +26,8 @@ from openai import AsyncAzureOpenAI, AsyncOpenAI, AzureOpenAI, OpenAI
 from sim.host.app import Host
 from sim.scenario import load_scenario
 from sim.scenario.answerer import ScriptAnswerer, scenario_host
+from tests.host.processes import SIM, sim_process
 from tests.host.processes import served as sim_serve
-from tests.host.processes import sim_process
 from tests.served import Served, serving
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="uses POSIX signals")
@@ -399,3 +400,46 @@ def test_sim_serve_scenario_answers_an_azure_client_in_a_real_process(scenario: 
             assert chat_loop(client, DEPLOYMENT, True) == FINAL
         assert process.wait(timeout=20) == 0
         assert process.stderr is not None and "served 2 requests (chat 2)" in process.stderr.read()
+
+
+PROGRAM = f"""\
+import sys
+from openai import AzureOpenAI
+
+sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})
+from tests.host.test_azure import DEPLOYMENT, chat_loop
+
+client = AzureOpenAI(api_version="{VERSION}", max_retries=0)  # endpoint and key from the environment
+print(chat_loop(client, DEPLOYMENT, False))
+"""
+
+
+def test_an_azure_program_built_from_its_environment_runs_under_sim_serve_and_sim_proxy(
+    server: Served, scenario: Path, tmp_path: Path
+) -> None:
+    """`AzureOpenAI()` reads AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_API_KEY: `sim serve FILE -- COMMAND`
+    and `sim proxy CASSETTE --upstream URL -- COMMAND` set them as they set OPENAI_BASE_URL (the user's own
+    Azure key kept from the proxied program, as OPENAI_API_KEY is)."""
+    program = tmp_path / "azure_app.py"
+    program.write_text(PROGRAM)
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("AZURE_OPENAI")}
+    served = subprocess.run(
+        [*SIM, "serve", scenario, "--port", "0", "--once", "--grace", "0", "--", sys.executable, program],
+        env=environment, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert served.returncode == 0, served.stderr
+    assert served.stdout.strip() == FINAL
+    server.host = host = played(scenario)
+    cassette = tmp_path / "proxied.yaml"
+    secret = "azure-users-own-key-0123456789abcdef"
+    run = [sys.executable, str(program)]
+    proxied = subprocess.run(
+        [*SIM, "proxy", cassette, "--upstream", server.url, "--port", "0", "--grace", "0", "--", *run],
+        env={**environment, "OPENAI_API_KEY": "sk-proxy-key-0123456789", "AZURE_OPENAI_API_KEY": secret},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proxied.returncode == 0, proxied.stderr
+    assert proxied.stdout.strip() == FINAL
+    assert_played_whole(host)
+    assert f"/openai/deployments/{DEPLOYMENT}/chat/completions?api-version={VERSION}" in cassette.read_text()
+    assert secret not in cassette.read_text()
