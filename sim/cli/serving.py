@@ -57,8 +57,9 @@ IdleTimeout = Annotated[
     typer.Option(
         "--idle-timeout",
         metavar="SECONDS",
-        help="End the run as failed when no request has come for SECONDS (none in flight), so that a run"
-        " nobody talks to cannot hang; with --once and no COMMAND, only until the scenario is over.",
+        help="End the run as failed when no request has come for SECONDS (none in flight; counted from when"
+        " it listens), so that a run nobody talks to cannot hang; with --once and no COMMAND, only until"
+        " the scenario is over.",
     ),
 ]
 
@@ -123,7 +124,8 @@ def serve(
         float,
         typer.Option(
             "--grace",
-            help="With --once: seconds to keep answering after the end (make it outlast a Retry-After).",
+            help="With --once and no COMMAND: seconds to keep answering after the end (make it outlast a"
+            " Retry-After).",
         ),
     ] = GRACE_SECONDS,
     idle_timeout: IdleTimeout = None,
