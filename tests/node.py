@@ -69,7 +69,7 @@ def install(folder: Path, path: str | None = None) -> str:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "package.json").write_text('{"private": true, "type": "module"}\n')
     options = ["--no-audit", "--no-fund", "--ignore-scripts", "--no-package-lock", "--prefer-offline",
-               "--fetch-retries=1", "--loglevel=error"]  # fmt: skip
+               "--fetch-retries=1", "--fetch-timeout=30000", "--loglevel=error"]  # fmt: skip
     try:
         done = subprocess.run(
             [npm, "install", *options, "--prefix", str(folder), spec],
@@ -79,8 +79,7 @@ def install(folder: Path, path: str | None = None) -> str:
     except subprocess.TimeoutExpired:
         return f"npm install {spec} took more than {INSTALL_SECONDS:g} s"
     if done.returncode != 0:
-        said = " ".join((done.stderr or done.stdout).split())[:300]
-        return f"npm install {spec} failed (exit {done.returncode}): {said}"
+        return f"npm install {spec} failed (exit {done.returncode}): {one_line(done.stderr or done.stdout)}"
     for program in PROGRAMS.iterdir():
         if program.is_file():
             shutil.copy(program, folder / program.name)
@@ -89,9 +88,15 @@ def install(folder: Path, path: str | None = None) -> str:
         [node, "--input-type=module", "-e", check], capture_output=True, text=True, timeout=60, cwd=folder
     )
     if imported.returncode != 0:
-        said = " ".join(imported.stderr.split())[:300]
-        return f"node {major} cannot import the installed {spec}: {said}"
+        return f"node {major} cannot import the installed {spec}: {one_line(imported.stderr)}"
     return ""
+
+
+def one_line(text: str) -> str:
+    """What a tool printed, as one line of at most 300 printable characters (its control characters, such
+    as a colour's escapes, shown escaped, never sent to the terminal)."""
+    shown = "".join(c if c.isprintable() else repr(c)[1:-1] for c in " ".join(text.split()))
+    return shown[:300]
 
 
 @contextmanager

@@ -7,11 +7,14 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from sim.cassette.reader import read_cassette
+from tests import node
 from tests.host.processes import MARKED_KEY, ROOT, SIM, served
 from tests.node import FALLBACK_PACKAGE, PROGRAMS, NodePrograms, install, package_for
 
@@ -34,6 +37,55 @@ def test_without_node_the_install_says_why_in_one_line(tmp_path: Path) -> None:
     reason = install(tmp_path / "programs", path=str(nowhere))
     assert reason == "Node tests need node and npm on PATH (node is absent)"
     assert not (tmp_path / "programs").exists()
+
+
+def fake_tools(folder: Path, npm: str) -> str:
+    """A PATH holding a `node` that says it is v22.1.0 and an `npm` that runs the shell code `npm`."""
+    folder.mkdir()
+    for name, code in (("node", "echo v22.1.0"), ("npm", npm)):
+        (folder / name).write_text(f"#!/bin/sh\n{code}\n")
+        (folder / name).chmod(0o755)
+    return str(folder)
+
+
+def test_a_failed_install_says_why_in_one_line_without_its_noise(tmp_path: Path) -> None:
+    """Offline, npm fails after its retries: the tests skip with its words, on one line and bounded."""
+    noise = "\\033[31mnpm error\\033[0m code ENOTFOUND\\n" + "npm error network request failed\\n" * 200
+    path = fake_tools(tmp_path / "bin", f"printf '{noise}' >&2; exit 1")
+    reason = install(tmp_path / "programs", path=path)
+    assert reason.startswith("npm install openai@7 failed (exit 1): ")
+    assert "npm error\\x1b[0m code ENOTFOUND npm error network" in reason
+    assert reason.isprintable() and len(reason) < 400
+
+
+def test_sessions_workers_asking_at_once_install_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest-xdist's workers all ask for the programs as they start: one installs, the others wait for
+    it and take its answer (here, a reason to skip)."""
+    calls: list[Path] = []
+
+    def slow_install(folder: Path, path: str | None = None) -> str:
+        calls.append(folder)
+        time.sleep(0.3)
+        return "npm install openai@7 failed (exit 1): offline"
+
+    monkeypatch.setattr(node, "install", slow_install)
+    said: list[str] = []
+
+    def ask() -> None:
+        try:
+            node.installed(tmp_path)
+        except pytest.skip.Exception as skipped:
+            said.append(str(skipped.msg))
+
+    askers = [threading.Thread(target=ask) for _ in range(4)]
+    for asker in askers:
+        asker.start()
+    for asker in askers:
+        asker.join(timeout=30)
+    assert len(calls) == 1
+    assert said == ["npm install openai@7 failed (exit 1): offline"] * 4
 
 
 def test_the_package_is_one_that_node_can_run() -> None:
