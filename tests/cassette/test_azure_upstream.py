@@ -21,9 +21,11 @@ import httpx2
 import pytest
 from openai import AsyncAzureOpenAI, OpenAI
 
+from sim.adapters.settings import Settings
 from sim.cassette.journal import Journal
 from sim.cassette.recording_proxy import RecordingProxy, proxy_host
 from sim.cassette.upstream import UpstreamUrl
+from sim.core.errors import ConfigurationError
 from sim.host.app import Host
 from sim.scenario import load_scenario
 from sim.scenario.answerer import scenario_host
@@ -255,3 +257,41 @@ def test_sim_drift_sends_api_key_to_an_azure_upstream_and_never_writes_it(
         assert path == "/openai/v1/chat/completions" and query == "api-version=preview"
         assert headers["api-key"] == KEY and headers["authorization"] == f"Bearer {KEY}"
     assert_never_written(out, KEY, printed=done.stdout + done.stderr)
+
+
+@pytest.mark.parametrize(
+    ("url", "azure"),
+    [
+        ("https://res.openai.azure.com", True),
+        ("https://res.cognitiveservices.azure.com/openai/v1", True),
+        ("https://gateway.example.com/openai/v1", True),
+        ("https://gateway.example.com/openai", True),
+        ("https://api.openai.com/v1", False),
+        ("https://openai.azure.com.example.com/v1", False),
+        ("https://example.com/openai-compatible/v1", False),
+    ],
+)
+def test_which_upstreams_are_azure(url: str, azure: bool) -> None:
+    assert UpstreamUrl.parse(url).azure is azure
+    sent = UpstreamUrl.parse(url).credentials({"authorization": f"Bearer {KEY}"})
+    assert sent == {"authorization": f"Bearer {KEY}", **({"api-key": KEY} if azure else {})}
+
+
+def test_settings_of_a_live_run_at_azure(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """OPENAI_BASE_URL's `?api-version=` is taken off the URL and sent with every request; the key goes in
+    `api-key` to Azure (a token does not), and the query is not shown."""
+    monkeypatch.chdir(tmp_path)  # no .env
+    monkeypatch.setenv("OPENAI_MODEL", DEPLOYMENT)
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://res.openai.azure.com/openai/v1/?api-version=preview")
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    settings = Settings.load()
+    assert settings.base_url == "https://res.openai.azure.com/openai/v1/"
+    assert settings.query == (("api-version", "preview"),) and settings.headers == {"api-key": KEY}
+    monkeypatch.setenv("OPENAI_API_KEY", ENTRA)
+    assert Settings.load().headers == {}
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://api.openai.com/v1")
+    assert Settings.load().headers == {} and Settings.load().query == ()
+    monkeypatch.setenv("OPENAI_BASE_URL", f"https://res.openai.azure.com/openai/v1?sig={KEY}")
+    with pytest.raises(ConfigurationError, match="may hold only api-version") as refused:
+        Settings.load()
+    assert KEY not in str(refused.value)

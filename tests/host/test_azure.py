@@ -26,6 +26,7 @@ from openai import AsyncAzureOpenAI, AsyncOpenAI, AzureOpenAI, OpenAI
 from sim.host.app import Host
 from sim.scenario import load_scenario
 from sim.scenario.answerer import ScriptAnswerer, scenario_host
+from sim.wire.azure_paths import below_base, served_as
 from tests.host.processes import SIM, sim_process
 from tests.host.processes import served as sim_serve
 from tests.served import Served, serving
@@ -443,3 +444,68 @@ def test_an_azure_program_built_from_its_environment_runs_under_sim_serve_and_si
     assert_played_whole(host)
     assert f"/openai/deployments/{DEPLOYMENT}/chat/completions?api-version={VERSION}" in cassette.read_text()
     assert secret not in cassette.read_text()
+
+
+REAL_AZURE = (
+    Path(__file__).resolve().parents[2].parent
+    / "shared"
+    / "real-cassettes"
+    / "openllmetry__azure__chat_content_filtering__content_filter_finish.yaml"
+)
+
+
+@pytest.mark.skipif(
+    not REAL_AZURE.exists(), reason="the real recordings (../shared/real-cassettes/) are absent"
+)
+def test_another_projects_azure_recording_answers_openai_and_azure_clients_alike(tmp_path: Path) -> None:
+    """Four identical requests recorded at an Azure deployment's URL: two asked by an OpenAI client at
+    `/v1`, two by an `AzureOpenAI` client, each answered as recorded (one a content filter's finish)."""
+    messages: Any = [{"role": "user", "content": "Tell me a joke about opentelemetry"}]
+    with sim_serve(REAL_AZURE, "--once", "--grace", "0") as (process, base_url):
+        origin = origin_of(base_url)
+        clients = [
+            OpenAI(base_url=f"{origin}/v1", api_key="sk-any-0123456789", max_retries=0),
+            AzureOpenAI(azure_endpoint=origin, api_key=KEY, api_version="2024-02-01", max_retries=0),
+        ]
+        ended = []
+        for client in clients * 2:
+            reply = client.chat.completions.create(model="openllmetry-testing", messages=messages)
+            ended.append(reply.choices[0].finish_reason)
+        for client in clients:
+            client.close()
+        assert process.wait(timeout=20) == 0  # every recorded interaction played
+    assert "content_filter" in ended
+
+
+@pytest.mark.parametrize(
+    ("path", "served", "versioned"),
+    [
+        ("/openai/deployments/d/chat/completions", "/v1/chat/completions", True),
+        ("/openai/responses", "/v1/responses", True),
+        ("/openai/responses/resp_1/input_items", "/v1/responses/resp_1/input_items", True),
+        ("/openai/models", "/v1/models", True),
+        ("/openai/v1/conversations/c/items", "/v1/conversations/c/items", False),
+        ("/openai/deployments/d/embeddings", None, None),
+        ("/openai/chat/completions", None, None),
+        ("/openai", None, None),
+        ("/v1/chat/completions", None, None),
+    ],
+)
+def test_which_openai_path_an_azure_path_stands_for(path: str, served: str | None, versioned: bool) -> None:
+    found = served_as(path)
+    assert (found.path, found.versioned) == (served, versioned) if found else served is None
+
+
+@pytest.mark.parametrize(
+    ("path", "below"),
+    [
+        ("/v1/chat/completions", "/chat/completions"),
+        ("/chat/completions/", "/chat/completions"),
+        ("/openai/deployments/gpt-4o/chat/completions", "/chat/completions"),
+        ("/openai/v1/responses/resp_1", "/responses/resp_1"),
+        ("/openai/responses", "/responses"),
+        ("/proxy/base/v1/chat/completions", "/proxy/base/v1/chat/completions"),  # an unknown base: as it is
+    ],
+)
+def test_a_recorded_path_below_its_base(path: str, below: str) -> None:
+    assert below_base(path) == below
