@@ -38,9 +38,9 @@ class NodePrograms:
     package: str
     """What was installed, e.g. `openai@7.59.0`."""
 
-    def command(self, program: str) -> list[str]:
-        """The command that runs `program` (a file name in tests/programs_node/)."""
-        return [self.node, str(self.folder / program)]
+    def command(self, program: str, *arguments: str) -> list[str]:
+        """The command that runs `program` (a file name in tests/programs_node/) with `arguments`."""
+        return [self.node, str(self.folder / program), *arguments]
 
 
 def node_major(node: str) -> int | None:

@@ -19,7 +19,9 @@ from tests.host.processes import MARKED_KEY, ROOT, SIM, served
 from tests.node import FALLBACK_PACKAGE, PROGRAMS, NodePrograms, install, package_for
 
 WEATHER = PROGRAMS / "weather.yaml"
-CAREFUL = ["careful_chat.mjs", "careful_responses.mjs"]
+CAREFUL = [("careful_chat.mjs",), ("careful_chat.mjs", "--stream"), ("careful_responses.mjs",),
+           ("careful_responses.mjs", "--stream")]  # fmt: skip
+"""The careful loops, each API's, streamed (the SDK's stream helpers) and not."""
 ANSWER = "Sunny in Paris and in Rome."
 
 
@@ -98,27 +100,30 @@ def serve(file: Path, *command: str) -> subprocess.CompletedProcess[str]:
     return sim("serve", str(file), "--port", "0", "--once", "--grace", "0.1", "--", *command)
 
 
-@pytest.mark.parametrize("loop", CAREFUL)
-def test_a_careful_loop_passes_against_a_served_scenario(node_programs: NodePrograms, loop: str) -> None:
-    done = serve(WEATHER, *node_programs.command(loop))
+@pytest.mark.parametrize("loop", CAREFUL, ids=" ".join)
+def test_a_careful_loop_passes_against_a_served_scenario(
+    node_programs: NodePrograms, loop: tuple[str, ...]
+) -> None:
+    done = serve(WEATHER, *node_programs.command(*loop))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ANSWER
     assert "exited with 0; the served file's verdict: passed" in done.stderr
 
 
-@pytest.mark.parametrize("loop", CAREFUL)
+@pytest.mark.parametrize("loop", [CAREFUL[0], CAREFUL[3]], ids=" ".join)
 def test_a_careful_loop_recorded_through_the_proxy_is_served_its_cassette(
-    node_programs: NodePrograms, loop: str, tmp_path: Path
+    node_programs: NodePrograms, loop: tuple[str, ...], tmp_path: Path
 ) -> None:
+    """Chat not streamed, and a Responses stream (recorded as it passed through the proxy)."""
     cassette = tmp_path / "node.yaml"
     with served(WEATHER, "--once", "--grace", "0.1") as (upstream, upstream_url):
         recording = ["proxy", str(cassette), "--upstream", upstream_url, "--port", "0", "--"]
-        recorded = sim(*recording, *node_programs.command(loop), environment={"OPENAI_API_KEY": MARKED_KEY})
+        recorded = sim(*recording, *node_programs.command(*loop), environment={"OPENAI_API_KEY": MARKED_KEY})
         assert recorded.returncode == 0, recorded.stderr
         assert upstream.wait(timeout=20) == 0
     assert MARKED_KEY not in cassette.read_text()
     assert len(read_cassette(cassette).interactions) == 2
-    again = serve(cassette, *node_programs.command(loop))
+    again = serve(cassette, *node_programs.command(*loop))
     assert again.returncode == 0, again.stderr
     assert again.stdout.strip() == ANSWER
     assert "2 of 2 interactions played" in again.stderr
@@ -129,13 +134,23 @@ def fuzz(*args: str) -> subprocess.CompletedProcess[str]:
     return sim("fuzz", *args)
 
 
-@pytest.mark.parametrize(("loop", "workers"), zip(CAREFUL, ["1", "2"], strict=True))
-def test_a_careful_loop_passes_a_fuzz_campaign(node_programs: NodePrograms, loop: str, workers: str) -> None:
-    """Over each API; the Responses loop's campaign split between two workers, as docs/ci.md runs it."""
-    done = fuzz("--examples", "20", "--workers", workers, "--", *node_programs.command(loop))
+@pytest.mark.parametrize(
+    ("loop", "workers"),
+    [
+        pytest.param(CAREFUL[1], "1", id="chat streamed"),
+        pytest.param(CAREFUL[2], "2", id="responses, 2 workers"),
+    ],
+)
+def test_a_careful_loop_passes_a_fuzz_campaign(
+    node_programs: NodePrograms, loop: tuple[str, ...], workers: str
+) -> None:
+    """Chat streamed (the buggy loops' campaigns fuzz it not streamed), and the Responses loop, its
+    campaign split between two workers as docs/ci.md runs it."""
+    command = node_programs.command(*loop)
+    done = fuzz("--examples", "20", "--workers", workers, "--", *command)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "every invariant held" in done.stdout
-    assert f"20 runs of {shlex.join(node_programs.command(loop))} (api profile)" in done.stdout
+    assert f"20 runs of {shlex.join(command)} (api profile)" in done.stdout
 
 
 BUGS = {

@@ -1,10 +1,18 @@
 // A careful tool loop over the Responses API, chained with previous_response_id: every call answered,
-// an incomplete response ends the run, a response without calls is the answer.
+// an incomplete response ends the run, a response without calls is the answer. `--stream` streams each
+// response (the SDK's stream helper assembles it).
 import OpenAI from "openai";
 import { MAX_TURNS, MODEL, PROMPT, RESPONSES_TOOLS, weather } from "./weather.mjs";
 
 const client = new OpenAI();
-let response = await client.responses.create({ model: MODEL, input: PROMPT, tools: RESPONSES_TOOLS });
+const streamed = process.argv.includes("--stream");
+
+async function ask(body) {
+  const asked = { model: MODEL, tools: RESPONSES_TOOLS, ...body };
+  return streamed ? client.responses.stream(asked).finalResponse() : client.responses.create(asked);
+}
+
+let response = await ask({ input: PROMPT });
 for (let turn = 0; turn < MAX_TURNS; turn++) {
   if (response.status === "incomplete") {
     console.log(`stopped: ${response.incomplete_details?.reason}`);
@@ -16,10 +24,5 @@ for (let turn = 0; turn < MAX_TURNS; turn++) {
     break;
   }
   const input = calls.map((call) => ({ type: "function_call_output", call_id: call.call_id, output: weather(call.arguments) }));
-  response = await client.responses.create({
-    model: MODEL,
-    previous_response_id: response.id,
-    input,
-    tools: RESPONSES_TOOLS,
-  });
+  response = await ask({ previous_response_id: response.id, input });
 }
