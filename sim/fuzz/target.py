@@ -264,6 +264,9 @@ def run_once(
             worker.cancel()
             if worker.program is not None:  # killed: its thread ends as soon as it has reaped it
                 loop.run_until_complete(asyncio.wait({finished}, timeout=KILLED_SECONDS))
+    except BaseException:  # the campaign ends here (its worker told to end): its program ends with it
+        worker.cancel()
+        raise
     finally:
         del endpoint.board.hosts[prefix]
         if isinstance(answerer, DrawnAnswerer):
