@@ -193,9 +193,10 @@ def test_a_buggy_loop_is_found_shrunk_and_replayed_by_the_command_it_prints(
 def test_a_failure_kept_in_the_database_is_run_first_by_the_next_campaign(
     node_programs: NodePrograms, tmp_path: Path
 ) -> None:
-    """The last buggy loop, found as the others are, with `--database` carried to the next campaign as
-    docs/ci.md's workflow carries it from one CI run to the next: the next campaign, with another seed and
-    one example (which alone passes: hypothesis tries the simplest replies first), fails at once."""
+    """The loop that crashes on `content: null`, found as the others are, with `--database` carried to the
+    next campaign as docs/ci.md's workflow carries it from one CI run to the next: the next campaign, with
+    another seed and one example (which alone passes: hypothesis tries the simplest replies first), fails
+    at once."""
     command = node_programs.command("crashes_on_null_content.mjs")
     database = tmp_path / "fuzz-db"
     one = ["--examples", "1", "--seed", "7", "--save", str(tmp_path / "again")]
