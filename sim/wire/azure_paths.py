@@ -126,7 +126,11 @@ AZURE_API_KEY = "AZURE_OPENAI_API_KEY"
 
 
 def azure_environment(base_url: str) -> dict[str, str]:
-    """Where an `AzureOpenAI()` client built from its environment finds the server at `base_url`:
-    `AZURE_OPENAI_ENDPOINT`, the URL's origin (the client adds `/openai/...` itself)."""
+    """Where an `AzureOpenAI()` client built from its environment finds the server whose OpenAI base URL is
+    `base_url`: `AZURE_OPENAI_ENDPOINT`, the URL before its `/v1` or its `/openai...` (the client adds
+    `/openai/...` itself): the origin, or a prefix the server routes by (`http://host/run-7`)."""
     parts = urlsplit(base_url)
-    return {"AZURE_OPENAI_ENDPOINT": f"{parts.scheme}://{parts.netloc}"}
+    path = parts.path.rstrip("/") + "/"
+    path = path[: path.index(ROOT + "/")] if ROOT + "/" in path else path.removesuffix(_OPENAI_ROOT + "/")
+    path = path.rstrip("/")
+    return {"AZURE_OPENAI_ENDPOINT": f"{parts.scheme}://{parts.netloc}{path}"}

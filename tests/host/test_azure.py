@@ -26,7 +26,7 @@ from openai import AsyncAzureOpenAI, AsyncOpenAI, AzureOpenAI, OpenAI
 from sim.host.app import Host
 from sim.scenario import load_scenario
 from sim.scenario.answerer import ScriptAnswerer, scenario_host
-from sim.wire.azure_paths import below_base, served_as
+from sim.wire.azure_paths import azure_environment, below_base, served_as
 from tests.host.processes import SIM, sim_process
 from tests.host.processes import served as sim_serve
 from tests.served import Served, serving
@@ -509,3 +509,17 @@ def test_which_openai_path_an_azure_path_stands_for(path: str, served: str | Non
 )
 def test_a_recorded_path_below_its_base(path: str, below: str) -> None:
     assert below_base(path) == below
+
+
+@pytest.mark.parametrize(
+    ("base_url", "endpoint"),
+    [
+        ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000"),
+        ("http://127.0.0.1:8000/run-7/v1", "http://127.0.0.1:8000/run-7"),  # a prefix the server routes by
+        ("http://127.0.0.1:8000/openai/deployments/x", "http://127.0.0.1:8000"),  # an Azure recording's base
+        ("http://127.0.0.1:8000/openai/v1/", "http://127.0.0.1:8000"),
+        ("http://127.0.0.1:8000", "http://127.0.0.1:8000"),
+    ],
+)
+def test_where_azure_clients_are_pointed_beside_openai_base_url(base_url: str, endpoint: str) -> None:
+    assert azure_environment(base_url) == {"AZURE_OPENAI_ENDPOINT": endpoint}
