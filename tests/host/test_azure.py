@@ -294,6 +294,7 @@ BODY = json.dumps({"model": DEPLOYMENT, "messages": [{"role": "user", "content":
     [
         f"/openai/deployments/{DEPLOYMENT}/chat/completions",  # no api-version: Azure answers 404
         "/openai/responses",
+        "/openai/responses?api-version=",  # empty: none
         f"/openai/deployments/{DEPLOYMENT}/embeddings?api-version={VERSION}",  # not simulated
         f"/openai/deployments/{DEPLOYMENT}/responses?api-version={VERSION}",  # not an Azure path
         f"/openai/chat/completions?api-version={VERSION}",  # chat is a deployment's
