@@ -7,6 +7,7 @@ sends one Chat Completions request with the standard library, then does what its
 - `exits-3`: exits 3 (the exit code it documents for "the model gave up");
 - `segfaults`: kills itself with SIGSEGV;
 - `hangs PIDFILE`: starts a child, writes both process ids to PIDFILE, and sleeps forever;
+- `tells-environment FILE`: writes the `OPENAI_` variables it was given to FILE (JSON) and exits 0;
 - `never-calls`: exits 0 without a request; `fails-at-once`: exits 1 without one.
 
 An error answer (or none) ends it with exit code 1 and a line on standard error, as a careful program does.
@@ -66,6 +67,10 @@ def main(mode: str, *arguments: str) -> int:
         return 3
     if mode == "segfaults":
         os.kill(os.getpid(), signal.SIGSEGV)
+    if mode == "tells-environment":
+        told = {name: value for name, value in os.environ.items() if name.startswith("OPENAI_")}
+        with open(arguments[0], "w") as file:
+            json.dump(told, file)
     if mode == "hangs":
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
         with open(arguments[0], "a") as pids:
