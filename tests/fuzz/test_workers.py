@@ -160,7 +160,7 @@ def test_the_first_failure_stops_the_other_worker_and_is_reported_and_saved_once
 def test_a_database_is_shared_by_every_worker(program: list[str], tmp_path: Path) -> None:
     """A failure one campaign's workers keep is found by the next one's at once (two examples each, the
     database's first); without the database, two examples each (the simplest answers) find nothing."""
-    database, command = tmp_path / "examples", [*program, "long-text", tmp_path]
+    database, command = tmp_path / "examples", [*program, "long-text", str(tmp_path)]
     quick = ("--examples", "4", "--workers", "2", "--json")
     assert fuzz(*quick, "--", *command, cwd=tmp_path).returncode == 0
     first = fuzz("--examples", "100", "--workers", "2", "--database", database, "--", *command, cwd=tmp_path)
