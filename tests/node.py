@@ -22,7 +22,8 @@ PROGRAMS = Path(__file__).parent / "programs_node"
 """The Node programs (ES modules) and the scenario they are served, as the repository holds them."""
 OPENAI_PACKAGE = {22: "openai@7"}
 """The npm package installed, by the least Node major version it needs (openai@7 says `engines: node>=22`);
-older Node gets `FALLBACK_PACKAGE`, the last major that names no engines."""
+older Node gets `FALLBACK_PACKAGE`, the last major that names no engines (its README asks for Node 20; these
+programs pass on Node 18 too, Debian 12's, which .ci/run installs)."""
 FALLBACK_PACKAGE = "openai@6"
 INSTALL_SECONDS = 300.0
 READY = "ready"
