@@ -6,19 +6,22 @@ output discarded (sim's output stays sim's), and standard error read as it comes
 so that memory stays bounded whatever the program writes. When the program ends, or its run is stopped,
 its whole process group is killed: children it left behind end with it. On Linux the program is also
 killed if the process that started it dies (`PR_SET_PDEATHSIG`), so that killing sim outright leaves no
-program running.
+program running: set by util-linux's `setpriv` where it is installed (an exec, under a millisecond), else
+by a function run in the forked child (which makes Python fork the whole worker, a few milliseconds).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import select
 import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -133,17 +136,18 @@ class ProgramRun:
     def run(self) -> None:
         """Run the program to its end; `ProgramFailed` for an exit that is not 0 (or allowed) or a signal."""
         environment = {**self.target.environment, "OPENAI_BASE_URL": self.url}
+        wrapper = _dying_with_parent()
         with self._lock:
             if self._stopped:
                 return
             self._process = process = subprocess.Popen(
-                self.target.command.argv,
+                (*wrapper, *self.target.command.argv),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 env=environment,
                 start_new_session=True,
-                preexec_fn=_die_with_parent if _PRCTL is not None else None,
+                preexec_fn=_die_with_parent if not wrapper and _PRCTL is not None else None,
             )
         assert process.stderr is not None
         try:
@@ -209,6 +213,21 @@ def _tail_until_exit(process: subprocess.Popen[bytes], stderr: int) -> str:
             os.close(exited)
     lines = tail.decode(errors="replace").splitlines()[-TAIL_LINES:]
     return "\n".join(lines)[-TAIL_CHARACTERS:]
+
+
+@functools.cache
+def _dying_with_parent() -> tuple[str, ...]:
+    """The command that runs a program with `PR_SET_PDEATHSIG` set (`setpriv`), if it is there and works."""
+    setpriv = shutil.which("setpriv") if sys.platform == "linux" else None
+    if setpriv is None:
+        return ()
+    wrapper = (setpriv, "--pdeathsig", "KILL", "--")
+    try:
+        tried = subprocess.run([*wrapper, "true"], capture_output=True, timeout=10, check=False)
+        works = tried.returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        works = False
+    return wrapper if works else ()
 
 
 def _load_prctl() -> ctypes._NamedFuncPointer | None:

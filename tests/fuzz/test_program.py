@@ -9,6 +9,7 @@ program costs the SDK's import, half a second."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -227,17 +228,19 @@ def test_ending_sim_ends_the_program_it_runs(how: signal.Signals, tmp_path: Path
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    started: list[int] = []
     try:
-        program, child = pids_in(pids)
+        program, child = started = pids_in(pids)
         sim.send_signal(how)
         sim.wait(timeout=20)
+        # killed outright, sim cannot end the program's group: the kernel ends the program (its children
+        # are its own); on SIGTERM, the program's whole group ends
+        assert gone([program] if how is signal.SIGKILL else [program, child])
     finally:
         sim.kill()
-    # killed outright, sim cannot end the program's group: the kernel ends the program (its children are
-    # its own); on SIGTERM, the program's whole group ends
-    assert gone([program] if how is signal.SIGKILL else [program, child])
-    if how is signal.SIGKILL and alive(child):
-        os.kill(child, signal.SIGKILL)
+        for pid in started:  # whatever outlived the test
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def test_a_program_gets_a_placeholder_key_and_no_account_of_the_user(tmp_path: Path) -> None:
