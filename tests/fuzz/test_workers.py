@@ -252,3 +252,20 @@ def test_one_worker_is_the_campaign_it_always_was() -> None:
     assert plain.returncode == one.returncode == 0, plain.stdout + plain.stderr
     figures: list[dict[str, Any]] = [json.loads(done.stdout) for done in (plain, one)]
     assert figures[0] == figures[1] and figures[0]["runs"] == 15
+
+
+def test_a_target_that_cannot_be_loaded_is_one_usage_line_however_many_workers_load_it() -> None:
+    done = in_process("fuzz", "--target", "tests.fuzz.targets:missing", "--workers", "2")
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "cannot load the target tests.fuzz.targets:missing" in done.stderr
+
+
+def test_a_worker_ended_by_its_target_is_one_crash_finding_saved_once(tmp_path: Path) -> None:
+    """Both workers' targets end their process: the first to end is the failure, reported and saved once."""
+    saved = tmp_path / "failures"
+    target = "tests.fuzz.targets:ends_the_process"
+    done = in_process("fuzz", "--target", target, "--workers", "2", "--examples", "20", "--save", str(saved))
+    assert done.returncode == 1, done.stdout + done.stderr
+    crashes = [line for line in done.stdout.splitlines() if line.startswith("! crash: ")]
+    assert len(crashes) == 1 and "ended sim's worker process (exit code" in crashes[0], done.stdout
+    assert [path.name for path in saved.iterdir()] == ["fuzz-target-seed-0.yaml"]
