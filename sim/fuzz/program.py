@@ -36,6 +36,7 @@ WITHHELD = ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
 TAIL_LINES, TAIL_CHARACTERS = 10, 1000
 """How much of the end of a program's standard error a finding keeps: its last lines, at most so long."""
 _TAIL_BYTES = 8 * TAIL_CHARACTERS  # room for multi-byte characters; cut to characters once decoded
+_DRAINED_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,8 +206,12 @@ def _tail_until_exit(process: subprocess.Popen[bytes], stderr: int) -> str:
                 else:  # it closed its standard error, and runs on
                     poller.unregister(stderr)
                     reading = False
-        while reading and select.select([stderr], [], [], 0)[0] and (chunk := os.read(stderr, 1 << 16)):
-            tail += chunk  # what it wrote just before it ended
+        if exited is not None:
+            poller.unregister(exited)
+        drained = 0  # what it wrote just before it ended; bounded, as a process that escaped its group
+        while reading and drained < _DRAINED_BYTES and poller.poll(0) and (chunk := os.read(stderr, 1 << 16)):
+            drained += len(chunk)  # (a session of its own) may hold the pipe and write on forever
+            tail += chunk
             del tail[:-_TAIL_BYTES]
     finally:
         if exited is not None:

@@ -149,6 +149,17 @@ def test_json_holds_the_campaign_and_never_the_programs_output(tmp_path: Path) -
     assert data["raised"] == {"exit code 1": data["runs"]}
 
 
+def test_the_hostile_profile_fuzzes_a_program_and_counts_exits_after_what_the_api_never_sends(
+    tmp_path: Path,
+) -> None:
+    data = campaign_json(
+        fuzz("--json", "--profile", "hostile", "--examples", "15", "--", *RAW, "answers", cwd=tmp_path)
+    )
+    # its exit 1 after a body that is not JSON, an error or a cut stream is counted, not a crash
+    assert data["violations"] == [] and data["nothing_tested"] is None
+    assert data["runs"] == 15 and 0 < data["raised"]["exit code 1"] < 15
+
+
 def test_a_signal_is_a_crash(tmp_path: Path) -> None:
     data = campaign_json(fuzz("--json", "--examples", "3", "--", *RAW, "segfaults", cwd=tmp_path))
     assert [v["invariant"] for v in data["violations"]] == ["crash"]
@@ -217,6 +228,19 @@ def test_a_program_that_never_ends_is_a_runaway_killed_with_its_children(tmp_pat
     }
     started = [int(pid) for pid in pids.read_text().split()]
     assert len(started) >= 2 and gone(started)  # each run's program and the child it started
+
+
+def test_a_child_that_escaped_the_programs_group_and_writes_on_does_not_hold_the_run(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    try:
+        done = fuzz("--json", "--examples", "2", "--", *RAW, "escapes", pids, cwd=tmp_path)
+        data = campaign_json(done)
+        assert [v["invariant"] for v in data["violations"]] == ["crash"]
+        assert "escaped escaped" in data["violations"][0]["detail"]
+    finally:
+        for pid in map(int, pids.read_text().split() if pids.exists() else []):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL])

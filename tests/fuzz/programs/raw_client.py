@@ -7,6 +7,8 @@ sends one Chat Completions request with the standard library, then does what its
 - `exits-3`: exits 3 (the exit code it documents for "the model gave up");
 - `segfaults`: kills itself with SIGSEGV;
 - `hangs PIDFILE`: starts a child, writes both process ids to PIDFILE, and sleeps forever;
+- `escapes PIDFILE`: starts a child in a session of its own that writes to standard error without end,
+  writes its process id to PIDFILE, and exits 1 half a second later;
 - `tells-environment FILE`: writes the `OPENAI_` variables it was given to FILE (JSON) and exits 0;
 - `never-calls`: exits 0 without a request; `fails-at-once`: exits 1 without one.
 
@@ -71,6 +73,13 @@ def main(mode: str, *arguments: str) -> int:
         told = {name: value for name, value in os.environ.items() if name.startswith("OPENAI_")}
         with open(arguments[0], "w") as file:
             json.dump(told, file)
+    if mode == "escapes":
+        writes = "import sys\nwhile True: sys.stderr.write('escaped ' * 1000)"
+        child = subprocess.Popen([sys.executable, "-c", writes], start_new_session=True)
+        with open(arguments[0], "a") as pids:
+            pids.write(f"{child.pid}\n")
+        time.sleep(0.5)  # the child is writing by now
+        return 1
     if mode == "hangs":
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
         with open(arguments[0], "a") as pids:
