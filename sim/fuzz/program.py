@@ -28,11 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sim.core.errors import ConfigurationError
+from sim.wire.azure_paths import AZURE_API_KEY, azure_environment
 
 API_KEY = "sim-fuzz"
 """The placeholder key a program is given (never a real one: nothing it sends leaves the machine)."""
-WITHHELD = ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID")
-"""Variables of sim's environment a program never sees: a real key, or ids the SDKs send as headers."""
+WITHHELD = ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID", AZURE_API_KEY, "AZURE_OPENAI_AD_TOKEN")
+"""Variables of sim's environment a program never sees: a real key or token, or ids the SDKs send as
+headers."""
 TAIL_LINES, TAIL_CHARACTERS = 10, 1000
 """How much of the end of a program's standard error a finding keeps: its last lines, at most so long."""
 _TAIL_BYTES = 8 * TAIL_CHARACTERS  # room for multi-byte characters; cut to characters once decoded
@@ -72,10 +74,16 @@ class ProgramFailed(Exception):
 
 
 def program_environment(base: Mapping[str, str]) -> dict[str, str]:
-    """`base` without what a program must not see (`WITHHELD`), with the placeholder key; each run adds
-    its `OPENAI_BASE_URL`."""
+    """`base` without what a program must not see (`WITHHELD`), with the placeholder key (for `OpenAI()`
+    and `AzureOpenAI()`); each run adds where its simulator is (`run_environment`)."""
     kept = {name: value for name, value in base.items() if name not in WITHHELD}
-    return {**kept, "OPENAI_API_KEY": API_KEY}
+    return {**kept, "OPENAI_API_KEY": API_KEY, AZURE_API_KEY: API_KEY}
+
+
+def run_environment(url: str) -> dict[str, str]:
+    """Where a run's client finds its simulator at the base URL `url`: `OPENAI_BASE_URL`, and the
+    `AZURE_OPENAI_ENDPOINT` an `AzureOpenAI()` client reads (a real one in sim's environment is replaced)."""
+    return {"OPENAI_BASE_URL": url, **azure_environment(url)}
 
 
 def check_runnable(command: Command) -> None:
@@ -136,7 +144,7 @@ class ProgramRun:
 
     def run(self) -> None:
         """Run the program to its end; `ProgramFailed` for an exit that is not 0 (or allowed) or a signal."""
-        environment = {**self.target.environment, "OPENAI_BASE_URL": self.url}
+        environment = {**self.target.environment, **run_environment(self.url)}
         wrapper = _dying_with_parent()
         with self._lock:
             if self._stopped:

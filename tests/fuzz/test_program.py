@@ -267,18 +267,38 @@ def test_ending_sim_ends_the_program_it_runs(how: signal.Signals, tmp_path: Path
                 os.kill(pid, signal.SIGKILL)
 
 
+AZURE_SECRETS = {
+    "AZURE_OPENAI_ENDPOINT": "https://mine.openai.azure.invalid",  # never resolves: no network if it leaks
+    "AZURE_OPENAI_API_KEY": "azure-real-secret-0123456789",
+    "AZURE_OPENAI_AD_TOKEN": "eyJreal.token.secret",
+}
+
+
 def test_a_program_gets_a_placeholder_key_and_no_account_of_the_user(tmp_path: Path) -> None:
     secret = "sk-real-secret-0123456789"
     environment = tmp_path / "environment.json"
     env = {"OPENAI_API_KEY": secret, "OPENAI_ORG_ID": "org-mine", "OPENAI_PROJECT_ID": "proj_mine"}
+    env |= AZURE_SECRETS
     done = fuzz("--examples", "2", "--", *RAW, "tells-environment", environment, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     seen = json.loads(environment.read_text())
+    run = seen["OPENAI_BASE_URL"].removesuffix("/v1")
+    assert seen["AZURE_OPENAI_ENDPOINT"] == run and seen["AZURE_OPENAI_API_KEY"] == API_KEY
+    assert "AZURE_OPENAI_AD_TOKEN" not in seen
     assert seen["OPENAI_API_KEY"] == API_KEY and re.fullmatch(
         r"http://127\.0\.0\.1:\d+/run-\d+/v1", seen["OPENAI_BASE_URL"]
     )
     assert "OPENAI_ORG_ID" not in seen and "OPENAI_PROJECT_ID" not in seen
     assert secret not in done.stdout + done.stderr
+
+
+def test_an_azure_openai_program_built_from_its_environment_is_fuzzed_never_reaching_azure(
+    tmp_path: Path,
+) -> None:
+    program = [sys.executable, str(PROGRAMS / "azure_chat.py")]
+    data = campaign_json(fuzz("--json", "--examples", "3", "--", *program, cwd=tmp_path, env=AZURE_SECRETS))
+    assert data["violations"] == [] and data["nothing_tested"] is None
+    assert data["runs"] == 3 and data["requests"] == 3  # every run's request reached its simulator
 
 
 def test_replay_plays_the_saved_run_to_the_program_once(tmp_path: Path) -> None:

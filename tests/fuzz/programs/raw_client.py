@@ -9,7 +9,7 @@ sends one Chat Completions request with the standard library, then does what its
 - `hangs PIDFILE`: starts a child, writes both process ids to PIDFILE, and sleeps forever;
 - `escapes PIDFILE`: starts a child in a session of its own that writes to standard error without end,
   writes its process id to PIDFILE, and exits 1 half a second later;
-- `tells-environment FILE`: writes the `OPENAI_` variables it was given to FILE (JSON) and exits 0;
+- `tells-environment FILE`: writes the `OPENAI_` and `AZURE_` variables it was given to FILE (JSON), exits 0;
 - `never-calls`: exits 0 without a request; `fails-at-once`: exits 1 without one.
 
 An error answer (or none) ends it with exit code 1 and a line on standard error, as a careful program does.
@@ -70,7 +70,7 @@ def main(mode: str, *arguments: str) -> int:
     if mode == "segfaults":
         os.kill(os.getpid(), signal.SIGSEGV)
     if mode == "tells-environment":
-        told = {name: value for name, value in os.environ.items() if name.startswith("OPENAI_")}
+        told = {name: value for name, value in os.environ.items() if name.startswith(("OPENAI_", "AZURE_"))}
         with open(arguments[0], "w") as file:
             json.dump(told, file)
     if mode == "escapes":
