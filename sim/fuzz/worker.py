@@ -7,6 +7,11 @@ target, runs the campaign and reports over a pipe, a JSON line per event; the pa
 then ends the worker's whole process group: threads the target left running, and children it started,
 end with it. A worker that ends before it reports (`os._exit`, a signal) is a `crash` finding, never a pass.
 
+`--workers N` forks N such workers at once, each running a campaign of its own against a simulator of its
+own, with its share of the examples; the parent listens to them all with one `select`, and tells them as
+one campaign (`merged`). On SIGTERM or Ctrl-C each worker is asked to end its run first (SIGTERM: it kills
+the program its run started, a session of its own), then every worker's process group is killed.
+
 A fork costs no start-up (the worker has every module the parent imported); it needs `os.fork` (POSIX),
 and the worker's death with sim when sim is killed outright is Linux's (`PR_SET_PDEATHSIG`).
 """
