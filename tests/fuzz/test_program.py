@@ -217,6 +217,14 @@ def test_what_cannot_be_fuzzed_is_a_one_line_usage_error(args: list[str], said: 
     assert line.startswith(said), line
 
 
+def test_a_file_that_is_not_executable_is_a_one_line_usage_error(tmp_path: Path) -> None:
+    script = tmp_path / "loop.py"
+    script.write_text("print('hello')\n")
+    done = in_process("fuzz", "--", str(script))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"error: cannot run the command {script}: not an executable file"]
+
+
 def test_a_program_that_never_ends_is_a_runaway_killed_with_its_children(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     data = campaign_json(
