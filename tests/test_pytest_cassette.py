@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.host.processes import served
+from tests.host.processes import served, served_to
 
 KEY = "sk-RECOGNISABLE-fixture-4b1d9a"
 SCENARIO = "prompt: hi\ntools: []\nreplies:\n  - content: hello\n"
@@ -131,18 +131,18 @@ replies:
 def test_an_openai_agents_run_over_the_responses_api_is_recorded_then_replayed(
     pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Recorded as CI would: `sim serve weather.yaml --once -- pytest --sim-record=once`."""
     (tmp_path / "weather.yaml").write_text(WEATHER)
-    with served(tmp_path / "weather.yaml", "--once") as (server, url):
-        assert server.stderr is not None
-        monkeypatch.setenv("OPENAI_BASE_URL", url)
-        monkeypatch.setenv("OPENAI_API_KEY", KEY)
-        pytester.makepyfile(test_agent=AGENT_TEST)
-        pytester.runpytest_subprocess("--sim-record=once").assert_outcomes(passed=1)
-        assert server.wait(timeout=20) == 0
-        assert "(responses 2)" in server.stderr.read()
+    pytester.makepyfile(test_agent=AGENT_TEST)
+    record = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--sim-record=once", "test_agent.py"]
+    recorded = served_to(tmp_path / "weather.yaml", *record, env={"OPENAI_API_KEY": KEY}, cwd=pytester.path)
+    assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+    assert "1 passed" in recorded.stdout and "(responses 2)" in recorded.stderr
     text = (pytester.path / "cassettes" / "agent.yaml").read_text()
     assert KEY not in text and "/v1/responses" in text
-    pytester.runpytest_subprocess().assert_outcomes(passed=1)  # the server is gone: this is a replay
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens there: a replay
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    pytester.runpytest_subprocess().assert_outcomes(passed=1)
 
 
 def _prompts(cassette: Path) -> list[str]:

@@ -82,19 +82,18 @@ def pids_in(file: Path, seconds: float = 60) -> list[int]:
 
 @pytest.mark.parametrize("program", [CHAT, RESPONSES], ids=["chat", "responses"])
 def test_a_careful_program_passes_over_each_api(program: list[str], tmp_path: Path) -> None:
-    done = fuzz("--json", "--examples", "5", "--", *program, cwd=tmp_path)
+    done = fuzz("--json", "--examples", "3", "--", *program, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     data = campaign_json(done)
     assert data["violations"] == [] and data["nothing_tested"] is None
-    assert data["runs"] == 5 and data["requests"] >= 5 and data["round_trips"] > 0
+    assert data["runs"] == 3 and data["requests"] >= 3 and data["round_trips"] > 0
     assert not (tmp_path / "fuzz-failures").exists()
 
 
-BUGS = {
+BUGS = {  # taking a `length` reply as done is found in a Node loop (tests/nodejs), judged the same way
     # bug: (seed, examples, invariant, what the finding says, replies the shrunk run keeps at most)
     "forgets-a-result": (1, 30, "pairing", "missing tool results", 2),
     "crashes-on-null": (0, 30, "crash", "AttributeError", 1),
-    "length-is-done": (4, 25, "crash", "'finish_reason': 'length'", 3),
     "never-stops": (0, 30, "runaway", "past the bound of 20 requests", 20),
 }
 
