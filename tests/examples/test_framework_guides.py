@@ -96,6 +96,8 @@ def test_the_marker_replays_every_framework_offline() -> None:
             "-q",
             "-p",
             "no:cacheprovider",
+            "-n",
+            "0",  # one process: each worker pytest-xdist starts imports every framework again
         ],
         cwd=ROOT,
         env=environment,
