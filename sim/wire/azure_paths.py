@@ -6,7 +6,9 @@ the other.
 Azure OpenAI serves a deployment's Chat Completions at `/openai/deployments/{name}/chat/completions`, the
 Responses API and its stored responses at `/openai/responses...` (`AzureOpenAI` with `azure_endpoint`),
 and every path of its v1 API at `/openai/v1/...` (an `OpenAI` client with `base_url=".../openai/v1/"`).
-Outside `/openai/v1/` a path without `api-version` is answered 404 by Azure OpenAI, and so by sim.
+Outside `/openai/v1/` a path without `api-version` is answered 404 by Azure OpenAI, and so by sim. An
+`AzureOpenAI` client given sim's `OPENAI_BASE_URL` (`.../v1`) as its base URL sends a deployment's path
+below it (`/v1/deployments/{name}/chat/completions?api-version=`): sim serves that too.
 """
 
 from __future__ import annotations
@@ -38,7 +40,10 @@ ROOT = "/openai"
 V1_ROOT = "/openai/v1"
 """Azure OpenAI's v1 API: the OpenAI API's paths below it, `api-version` optional."""
 _OPENAI_ROOT = "/v1"
-_DEPLOYMENT = re.compile(r"/openai/deployments/(?P<deployment>[^/]+)(?P<endpoint>/.+)")
+_DEPLOYMENT = re.compile(r"(?:/openai|/v1)/deployments/(?P<deployment>[^/]+)(?P<endpoint>/.+)")
+"""A deployment's path: below `/openai`, or below the `/v1` of an `AzureOpenAI` client whose base URL is
+`OPENAI_BASE_URL` (the Node SDK's reads it before `AZURE_OPENAI_ENDPOINT`; both SDKs put the deployment
+after any base URL that has none)."""
 _DEPLOYMENT_ENDPOINTS = frozenset({"/chat/completions"})
 """What sim serves of a deployment's endpoints (not Azure's completions, embeddings, audio or images)."""
 _VERSIONED = re.compile(r"/(?:responses(?:/.*)?|models)")
@@ -53,7 +58,8 @@ _ENTRA_TOKEN = re.compile(r"eyJ[\w-]*\.[\w-]+\.[\w-]*")
 
 AZURE_SERVED = (
     "and for Azure OpenAI clients the same under /openai/v1, and with ?api-version= "
-    "POST /openai/deployments/{name}/chat/completions, /openai/responses... and GET /openai/models"
+    "POST /openai/deployments/{name}/chat/completions (or below /v1), /openai/responses... and GET"
+    " /openai/models"
 )
 """What a 404 says sim serves of Azure OpenAI's paths."""
 

@@ -269,6 +269,19 @@ def test_azure_clients_run_the_loop_over_the_in_process_transport(api: str, how:
     assert_played_whole(host)
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+def test_an_azure_client_whose_base_url_is_sims_openai_base_url_runs_the_loop(
+    api: str, server: Served, scenario: Path
+) -> None:
+    """The Node SDK's `new AzureOpenAI()` takes OPENAI_BASE_URL (sim's `.../v1`) before
+    AZURE_OPENAI_ENDPOINT, and both SDKs put a deployment's path after a base URL without one:
+    `/v1/deployments/{name}/chat/completions?api-version=` (an `AzureOpenAI(base_url=...)` sends the same)."""
+    server.host = host = played(scenario)
+    with AzureOpenAI(base_url=f"{server.url}/v1", api_key=KEY, api_version=VERSION, max_retries=0) as client:
+        assert LOOPS[api](client, DEPLOYMENT, False) == FINAL
+    assert_played_whole(host)
+
+
 def test_the_models_list_answers_at_azures_paths(server: Served, scenario: Path) -> None:
     server.host = played(scenario)
     for how in ("key", "v1"):
@@ -293,6 +306,7 @@ BODY = json.dumps({"model": DEPLOYMENT, "messages": [{"role": "user", "content":
     "path",
     [
         f"/openai/deployments/{DEPLOYMENT}/chat/completions",  # no api-version: Azure answers 404
+        f"/v1/deployments/{DEPLOYMENT}/chat/completions",
         "/openai/responses",
         "/openai/responses?api-version=",  # empty: none
         f"/openai/deployments/{DEPLOYMENT}/embeddings?api-version={VERSION}",  # not simulated
@@ -482,6 +496,8 @@ def test_another_projects_azure_recording_answers_openai_and_azure_clients_alike
     ("path", "served", "versioned"),
     [
         ("/openai/deployments/d/chat/completions", "/v1/chat/completions", True),
+        ("/v1/deployments/d/chat/completions", "/v1/chat/completions", True),  # below OPENAI_BASE_URL
+        ("/v1/deployments/d/embeddings", None, None),
         ("/openai/responses", "/v1/responses", True),
         ("/openai/responses/resp_1/input_items", "/v1/responses/resp_1/input_items", True),
         ("/openai/models", "/v1/models", True),
@@ -503,6 +519,7 @@ def test_which_openai_path_an_azure_path_stands_for(path: str, served: str | Non
         ("/v1/chat/completions", "/chat/completions"),
         ("/chat/completions/", "/chat/completions"),
         ("/openai/deployments/gpt-4o/chat/completions", "/chat/completions"),
+        ("/v1/deployments/gpt-4o/chat/completions", "/chat/completions"),
         ("/openai/v1/responses/resp_1", "/responses/resp_1"),
         ("/openai/responses", "/responses"),
         ("/proxy/base/v1/chat/completions", "/proxy/base/v1/chat/completions"),  # an unknown base: as it is
