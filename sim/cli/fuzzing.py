@@ -275,10 +275,11 @@ def _spec(target: str | None, command: list[str], allow: list[str], allow_exit: 
 
 
 def _again(spec: TargetSpec, saved: Path) -> str:
-    """The command line that plays the saved run to the loop again."""
+    """The command line that plays the saved run to the loop again (a credential in the command replaced:
+    the user puts theirs back)."""
     if isinstance(spec, str):
         return f"sim fuzz --target {spec} --replay {shlex.quote(str(saved))}"
-    return shlex.join(["sim", "serve", str(saved), "--once", "--", *spec.argv])
+    return f"{shlex.join(['sim', 'serve', str(saved), '--once', '--'])} {spec.name}"
 
 
 def _database(where: str | None) -> Guarded | None:

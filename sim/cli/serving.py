@@ -4,7 +4,6 @@ program's traffic to the real API)."""
 from __future__ import annotations
 
 import os
-import shlex
 import signal
 import sys
 from collections import Counter
@@ -285,7 +284,9 @@ class _Beside:
         """Say how the command ended (`stopped`: by the server's end), then exit: its status if it failed,
         else 1 if the verdict failed."""
         if status is not None:
-            shown = visible(shlex.join(self.command))
+            from sim.cassette.command_line import shown_command
+
+            shown = visible(shown_command(self.command))  # a key given on it is not shown
             how = f"exited with {status}"
             if status > 128 and status - 128 in signal.valid_signals():
                 how = f"was ended by {signal.Signals(status - 128).name} ({status})"

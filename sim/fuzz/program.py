@@ -17,7 +17,6 @@ import ctypes
 import functools
 import os
 import select
-import shlex
 import shutil
 import signal
 import subprocess
@@ -27,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from sim.cassette.command_line import known_secrets, shown_command
+from sim.cassette.secrets import scrub_text
 from sim.core.errors import ConfigurationError
 from sim.wire.azure_paths import AZURE_API_KEY, azure_environment
 
@@ -51,8 +52,9 @@ class Command:
 
     @property
     def name(self) -> str:
-        """The command line as a shell reads it back (each argument quoted where it needs to be)."""
-        return shlex.join(self.argv)
+        """The command line as a shell reads it back (each argument quoted where it needs to be), any
+        credential in it replaced (`shown_command`): what is shown, saved and keyed by, never run."""
+        return shown_command(self.argv)
 
 
 TargetSpec = str | Command
@@ -224,8 +226,8 @@ def _tail_until_exit(process: subprocess.Popen[bytes], stderr: int) -> str:
     finally:
         if exited is not None:
             os.close(exited)
-    lines = tail.decode(errors="replace").splitlines()[-TAIL_LINES:]
-    return "\n".join(lines)[-TAIL_CHARACTERS:]
+    said = scrub_text(tail.decode(errors="replace"), known_secrets())  # before it is cut: no key half kept
+    return "\n".join(said.splitlines()[-TAIL_LINES:])[-TAIL_CHARACTERS:]
 
 
 @functools.cache

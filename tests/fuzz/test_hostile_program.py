@@ -1,0 +1,92 @@
+"""`sim fuzz -- COMMAND` and `sim serve FILE -- COMMAND` against a hostile user and a hostile program: a key
+on the command line, or on the program's standard error, is written to no file and shown nowhere (the tail
+of standard error is scrubbed where it is read, so --json, which holds the same findings, shows none).
+
+The programs are `python -S -c` one-liners (no SDK: quick to start), each campaign one or two runs."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim.cassette.command_line import scrubbed_arguments, shown_command
+from sim.cassette.secrets import REDACTED
+from tests.commands import in_process
+
+ARGUMENT_KEY = "sk-proj-ArgumentKey0123456789abcdef"
+PRINTED_KEY = "sk-proj-PrintedKey0123456789abcdef"
+ENVIRONMENT_KEY = "an-environment-key-0123456789"
+"""sim's own OPENAI_API_KEY: withheld from the program, which may still have read it elsewhere."""
+ASKS_THEN_TELLS_ITS_KEY = (
+    "import json, os, sys, urllib.request as u\n"
+    "body = json.dumps({'model': 'm', 'messages': [{'role': 'user', 'content': 'hi'}]}).encode()\n"
+    "u.urlopen(u.Request(os.environ['OPENAI_BASE_URL'] + '/chat/completions', data=body,"
+    " headers={'Content-Type': 'application/json'}), timeout=30).read()\n"
+    f"print('key {PRINTED_KEY}, Authorization: Bearer tok0123456789abcdef,', file=sys.stderr)\n"
+    f"print('{ENVIRONMENT_KEY}', file=sys.stderr)\n"
+    "sys.exit(1)\n"
+)
+SECRETS = (ARGUMENT_KEY, PRINTED_KEY, "tok0123456789abcdef", ENVIRONMENT_KEY)
+
+
+@pytest.mark.parametrize(
+    ("argv", "shown"),
+    [
+        (["app", "--api-key", "abc123"], ["app", "--api-key", REDACTED]),
+        (["app", "--token=abc123", "-v"], ["app", f"--token={REDACTED}", "-v"]),
+        (["app", "--password", "--verbose"], ["app", "--password", "--verbose"]),
+        (["curl", "-H", "Authorization: Bearer abc"], ["curl", "-H", f"Authorization: {REDACTED}"]),
+        (
+            ["curl", "-H", "api-key: abc", "-H", "Accept: */*"],
+            ["curl", "-H", f"api-key: {REDACTED}", "-H", "Accept: */*"],
+        ),
+        (["node", "app.mjs", f"key={ARGUMENT_KEY}"], ["node", "app.mjs", f"key={REDACTED}"]),
+        (["python", "-S", "loop.py", "forgets-a-result"], ["python", "-S", "loop.py", "forgets-a-result"]),
+    ],
+)
+def test_a_command_lines_credentials_are_replaced(argv: list[str], shown: list[str]) -> None:
+    assert scrubbed_arguments(argv, None) == shown
+
+
+def test_a_secret_of_sims_environment_is_replaced_wherever_it_stands_in_a_command() -> None:
+    shown = shown_command(["app", f"--x={ENVIRONMENT_KEY}"], {"OPENAI_API_KEY": ENVIRONMENT_KEY})
+    assert ENVIRONMENT_KEY not in shown and REDACTED in shown
+
+
+def test_no_key_on_the_command_line_nor_on_the_programs_standard_error_is_written_or_shown(
+    tmp_path: Path,
+) -> None:
+    report, saved = tmp_path / "report.html", tmp_path / "saved"
+    command = [sys.executable, "-S", "-c", ASKS_THEN_TELLS_ITS_KEY, "--api-key", ARGUMENT_KEY]
+    done = in_process(
+        "fuzz", "--examples", "1", "--report", report, "--save", saved, "--database", tmp_path / "db", "--",
+        *command, env={"OPENAI_API_KEY": ENVIRONMENT_KEY},
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "! crash: " in done.stdout and f"key {REDACTED}" in done.stdout  # the tail is there, scrubbed
+    assert "sim serve" in done.stdout and f"--api-key '{REDACTED}'" in done.stdout
+    written = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert report in written and any(path.suffix == ".yaml" for path in written)
+    for secret in SECRETS:
+        assert secret not in done.stdout + done.stderr
+        for path in written:
+            assert secret.encode() not in path.read_bytes(), path
+
+
+def test_sim_serve_shows_no_key_of_the_command_it_ran(tmp_path: Path) -> None:
+    scenario = tmp_path / "one.yaml"
+    scenario.write_text("name: one\nreplies:\n  - content: Hello.\n")
+    command = [
+        sys.executable,
+        "-S",
+        "-c",
+        "import sys; sys.exit(3)",
+        "-H",
+        f"Authorization: Bearer {ARGUMENT_KEY}",
+    ]
+    done = in_process("serve", scenario, "--port", "0", "--once", "--", *command)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "exited with 3" in done.stderr and f"Authorization: {REDACTED}" in done.stderr
+    assert ARGUMENT_KEY not in done.stdout + done.stderr
