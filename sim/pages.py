@@ -4,6 +4,7 @@ build their pages here."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -83,7 +84,8 @@ def fuzzed_target(campaign: TargetCampaign) -> Report:
     with what it found and how to replay it."""
     from sim.fuzz.findings import describe as describe_reply  # hypothesis: loaded for a fuzz page only
 
-    page = Report(f"sim fuzz --target {campaign.target} ({campaign.profile} profile)")
+    fuzzed = f"-- {campaign.target}" if campaign.program else f"--target {campaign.target}"
+    page = Report(f"sim fuzz {fuzzed} ({campaign.profile} profile)")
     vacuous = None if campaign.violations else campaign.vacuous()
     found = len(campaign.violations)
     verdict = (
@@ -109,6 +111,8 @@ def fuzzed_target(campaign: TargetCampaign) -> Report:
     if failure is None:
         return page
     again = f"sim fuzz --target {campaign.target} --replay {campaign.saved}"
+    if campaign.program:  # a program's run is played to it by sim serve
+        again = f"sim serve {shlex.quote(str(campaign.saved))} --once -- {campaign.target}"
     page.notes.append(f"smallest failing run: {campaign.saved}; to reproduce it: {again}")
     script = [
         Line(LineKind.note, f"request {number}: {describe_reply(spec)}") for number, spec in failure.served

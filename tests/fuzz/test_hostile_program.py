@@ -69,6 +69,8 @@ def test_no_key_on_the_command_line_nor_on_the_programs_standard_error_is_writte
     assert "sim serve" in done.stdout and f"--api-key '{REDACTED}'" in done.stdout
     written = [path for path in tmp_path.rglob("*") if path.is_file()]
     assert report in written and any(path.suffix == ".yaml" for path in written)
+    page = report.read_text()
+    assert "sim fuzz -- " in page and "--once -- " in page  # a program's page says how to replay a program
     for secret in SECRETS:
         assert secret not in done.stdout + done.stderr
         for path in written:
