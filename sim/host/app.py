@@ -49,7 +49,7 @@ from sim.host.answers import (
 from sim.host.faults import Faulted, FaultKind, Where, faulted
 from sim.host.rate_limit import Limiter, RateLimit
 from sim.wire import STORE_LIMIT_BYTES, Api, models
-from sim.wire.azure_paths import AZURE_SERVED, has_api_version, served_as, unversioned
+from sim.wire.azure_paths import AZURE_SERVED, has_api_version, served_as, unversioned_error
 from sim.wire.error_types import error_type as type_for_status
 from sim.wire.rate_estimate import Estimate, estimate
 from sim.wire.registry import CODECS
@@ -225,7 +225,7 @@ class Host(Generic[A]):
         azure = served_as(path)
         if azure is not None:  # an Azure OpenAI client's path: served as the OpenAI path it stands for
             if azure.versioned and not has_api_version(query):
-                return api_error(404, unversioned(method, path), code="not_found")
+                return JSONResponse(unversioned_error(method, path), status_code=404)  # Azure's shape
             path = azure.path
         route = self.routes.get(path)
         if route is None:

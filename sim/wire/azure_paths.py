@@ -30,6 +30,7 @@ __all__ = [
     "key_headers",
     "served_as",
     "unversioned",
+    "unversioned_error",
 ]
 
 API_VERSION = "api-version"
@@ -92,6 +93,12 @@ def served_as(path: str) -> AzurePath | None:
 def unversioned(method: str, path: str) -> str:
     """Why an Azure OpenAI path without `api-version` is answered 404."""
     return f"{method} {path} needs ?{API_VERSION}= (Azure OpenAI answers 404 without it)"
+
+
+def unversioned_error(method: str, path: str) -> dict[str, dict[str, str]]:
+    """The body of Azure OpenAI's 404 to a path without `api-version`, in its own shape (`code` the status
+    as text, no `type` or `param`): `Resource not found`, and here why."""
+    return {"error": {"code": "404", "message": f"Resource not found: {unversioned(method, path)}"}}
 
 
 def has_api_version(query: str) -> bool:

@@ -305,10 +305,6 @@ BODY = json.dumps({"model": DEPLOYMENT, "messages": [{"role": "user", "content":
 @pytest.mark.parametrize(
     "path",
     [
-        f"/openai/deployments/{DEPLOYMENT}/chat/completions",  # no api-version: Azure answers 404
-        f"/v1/deployments/{DEPLOYMENT}/chat/completions",
-        "/openai/responses",
-        "/openai/responses?api-version=",  # empty: none
         f"/openai/deployments/{DEPLOYMENT}/embeddings?api-version={VERSION}",  # not simulated
         f"/openai/deployments/{DEPLOYMENT}/responses?api-version={VERSION}",  # not an Azure path
         f"/openai/chat/completions?api-version={VERSION}",  # chat is a deployment's
@@ -326,6 +322,30 @@ def test_paths_azure_does_not_answer_are_the_apis_404_and_reach_no_script(
     error = body["error"]
     assert set(error) == {"message", "type", "param", "code"} and error["code"] == "not_found"
     assert "api-version" in error["message"]
+    assert host.received == 0 and host.answerer.problems == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"/openai/deployments/{DEPLOYMENT}/chat/completions",
+        f"/v1/deployments/{DEPLOYMENT}/chat/completions",
+        "/openai/responses",
+        "/openai/responses?api-version=",  # empty: none
+        "/openai/models",
+    ],
+)
+def test_a_path_without_api_version_is_azures_own_404_and_reaches_no_script(
+    path: str, server: Served, scenario: Path
+) -> None:
+    """Azure OpenAI answers a path that needs `api-version` and lacks it with a 404 in its own shape,
+    `{"error": {"code": "404", "message": "Resource not found"}}` (no `type`, no `param`)."""
+    server.host = host = played(scenario)
+    status, body = get(server.url + path, method="GET" if path.endswith("models") else "POST", body=BODY)
+    assert status == 404, body
+    error = body["error"]
+    assert set(error) == {"code", "message"} and error["code"] == "404", error
+    assert error["message"].startswith("Resource not found") and "api-version" in error["message"]
     assert host.received == 0 and host.answerer.problems == []
 
 
