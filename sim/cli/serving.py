@@ -7,7 +7,7 @@ import os
 import signal
 import sys
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -61,6 +61,20 @@ IdleTimeout = Annotated[
         " the scenario is over.",
     ),
 ]
+
+
+PROXY_WITHHELD = (*ACCOUNT_VARIABLES, "AZURE_OPENAI_AD_TOKEN", "OPENAI_ADMIN_KEY")
+"""What a command run by `sim proxy` does not get besides the account settings: credentials the proxy holds
+in their place (`AzureOpenAI()` takes an Entra ID token in AZURE_OPENAI_AD_TOKEN before any key)."""
+
+
+def proxied_environment(environ: Mapping[str, str], url: str) -> dict[str, str]:
+    """The environment of the command `sim proxy` runs: `environ` pointed at the proxy at `url`, for
+    `OpenAI()` and `AzureOpenAI()` alike, with placeholder keys and none of `PROXY_WITHHELD`."""
+    environment = {k: v for k, v in environ.items() if k not in PROXY_WITHHELD}
+    environment.update(OPENAI_BASE_URL=url, OPENAI_API_KEY=PLACEHOLDER_KEY)
+    environment.update({**azure_environment(url), AZURE_API_KEY: PLACEHOLDER_KEY})
+    return environment
 
 
 def _listening(host: str, port: int) -> AppServer:
@@ -434,9 +448,7 @@ def proxy(
     server.server.config.timeout_graceful_shutdown = grace  # type: ignore[assignment]  # any number: wait_for
     server.server.config.app = proxy_host(recording, on_answered=_access_log(quiet, as_json)).app
     url = base_url(server.sock)
-    environment = {k: v for k, v in os.environ.items() if k not in ACCOUNT_VARIABLES}
-    environment.update(OPENAI_BASE_URL=url, OPENAI_API_KEY=PLACEHOLDER_KEY)
-    environment.update({**azure_environment(url), AZURE_API_KEY: PLACEHOLDER_KEY})  # for AzureOpenAI()
+    environment = proxied_environment(os.environ, url)
 
     def ready() -> None:
         if command:  # the command's output is the command's alone; it finds the proxy in its environment

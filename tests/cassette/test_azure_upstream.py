@@ -295,3 +295,35 @@ def test_settings_of_a_live_run_at_azure(monkeypatch: pytest.MonkeyPatch, tmp_pa
     with pytest.raises(ConfigurationError, match="may hold only api-version") as refused:
         Settings.load()
     assert KEY not in str(refused.value)
+
+
+def test_a_command_under_the_proxy_holds_no_credential_of_the_users_and_azure_openai_sends_the_placeholder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`AzureOpenAI()` takes AZURE_OPENAI_AD_TOKEN before AZURE_OPENAI_API_KEY: a user's Entra ID token left
+    in the proxied command's environment would be what it holds and sends, not the placeholder key; nor is
+    an admin key (OPENAI_ADMIN_KEY, which both SDKs read) the command's to hold."""
+    from openai import AzureOpenAI
+
+    from sim.cli.serving import PLACEHOLDER_KEY, proxied_environment
+
+    users = {"AZURE_OPENAI_AD_TOKEN": ENTRA, "OPENAI_ADMIN_KEY": "sk-admin-users-own-0123456789",
+             "AZURE_OPENAI_API_KEY": KEY, "OPENAI_API_KEY": KEY, "OPENAI_API_VERSION": "2024-10-21"}  # fmt: skip
+    environment = proxied_environment(users, "http://127.0.0.1:8123/v1")
+    assert not {"AZURE_OPENAI_AD_TOKEN", "OPENAI_ADMIN_KEY"} & set(environment)
+    assert KEY not in environment.values() and ENTRA not in environment.values()
+    for name in (*users, "OPENAI_BASE_URL", "AZURE_OPENAI_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    seen: list[httpx2.Request] = []
+
+    def answer(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request)
+        return httpx2.Response(200, json={"object": "list", "data": []})
+
+    with AzureOpenAI(http_client=httpx2.Client(transport=httpx2.MockTransport(answer))) as client:
+        client.models.list()
+    (request,) = seen
+    assert str(request.url) == "http://127.0.0.1:8123/openai/models?api-version=2024-10-21"
+    assert request.headers["api-key"] == PLACEHOLDER_KEY and "authorization" not in request.headers
