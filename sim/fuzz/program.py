@@ -126,6 +126,17 @@ def program_target(command: Command, environment: Mapping[str, str] | None = Non
     return ProgramTarget(command, program_environment(os.environ if environment is None else environment))
 
 
+_RUNNING: set[int] = set()
+"""The process ids of the programs this process has running (each its process group's id)."""
+
+
+def kill_every_program() -> None:
+    """Kill every program this process is running, with its process group: in a signal handler too (it
+    takes no lock)."""
+    for pid in list(_RUNNING):
+        _kill_group(pid)
+
+
 class ProgramRun:
     """One run of a program: `run()` blocks (in a worker thread) until the program ends, and raises
     `ProgramFailed` when it failed; `stop()`, from any thread, kills its process group, after which the run
@@ -160,12 +171,14 @@ class ProgramRun:
                 start_new_session=True,
                 preexec_fn=_die_with_parent if not wrapper and _PRCTL is not None else None,
             )
+            _RUNNING.add(process.pid)
         assert process.stderr is not None
         try:
             tail = _tail_until_exit(process, process.stderr.fileno())
         finally:
             with self._lock:
                 _kill_group(process.pid)  # before it is reaped: its group id cannot be anyone else's yet
+                _RUNNING.discard(process.pid)
                 process.wait()
                 process.stderr.close()
         if self._stopped:

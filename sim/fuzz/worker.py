@@ -38,7 +38,7 @@ from sim.core.errors import ConfigurationError
 from sim.fuzz.databases import Guarded
 from sim.fuzz.findings import TargetCampaign, TargetRun, failure_name, findings, last_reply
 from sim.fuzz.invariants import Violation
-from sim.fuzz.program import Command, TargetSpec, target_name
+from sim.fuzz.program import Command, TargetSpec, kill_every_program, target_name
 from sim.fuzz.target import fuzz_target, loaded, replay_target
 from sim.fuzz.terms import Profile
 from sim.scenario.schema import Scenario, ScriptedReplySpec
@@ -149,13 +149,13 @@ def _terminated(number: int, frame: object) -> None:
     raise SystemExit(128 + number)
 
 
-class _ToldToEnd(BaseException):
-    """In a worker: sim asked it to end (SIGTERM). Not an `Exception`, nor a `SystemExit` (which hypothesis
-    takes for a failure to shrink): it unwinds the campaign at once, killing the run's program on its way."""
-
-
 def _told_to_end(number: int, frame: object) -> None:
-    raise _ToldToEnd
+    """In a worker, on SIGTERM (sim asked it to end): kill the programs its runs started (each a session
+    of its own, out of reach of the worker's process group, with their children) and end at once. Not by
+    raising: an exception raised here, in whatever the main thread runs, is caught and logged by the
+    asyncio callback serving a request, and the campaign would go on starting programs."""
+    kill_every_program()
+    os._exit(0)
 
 
 def _die_with(parent: int) -> None:
@@ -182,8 +182,6 @@ def _work(work: Work, writing: int, parent: int) -> None:
         send({"result": work(send)})
     except ConfigurationError as error:
         send({"usage": str(error)})
-    except _ToldToEnd:
-        pass
     except BaseException:
         with contextlib.suppress(BaseException):
             send({"error": traceback.format_exc()})

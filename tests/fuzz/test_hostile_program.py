@@ -6,13 +6,21 @@ The programs are `python -S -c` one-liners (no SDK: quick to start), each campai
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from sim.cassette.command_line import scrubbed_arguments, shown_command
 from sim.cassette.secrets import REDACTED
+from sim.fuzz.program import Command
+from sim.fuzz.terms import BOUND, Profile
+from sim.fuzz.worker import fuzz_target_in_worker
 from tests.commands import in_process
 
 ARGUMENT_KEY = "sk-proj-ArgumentKey0123456789abcdef"
@@ -92,3 +100,59 @@ def test_sim_serve_shows_no_key_of_the_command_it_ran(tmp_path: Path) -> None:
     assert done.returncode == 3, done.stdout + done.stderr
     assert "exited with 3" in done.stderr and f"Authorization: {REDACTED}" in done.stderr
     assert ARGUMENT_KEY not in done.stdout + done.stderr
+
+
+BUSY = """
+import json, os, subprocess, sys, urllib.request as u
+child = subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep(60)"])
+with open(sys.argv[1], "a") as file:
+    file.write(f"{os.getpid()} {child.pid}\\n")
+body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
+while True:
+    try:
+        u.urlopen(u.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", data=body), timeout=9).read()
+    except Exception:
+        pass
+"""
+"""A program that starts a child (in its process group), then asks without end: its worker's main thread
+is nearly always serving a request."""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_a_worker_told_to_end_while_it_serves_requests_kills_its_program_and_its_children(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM, which sim sends its workers when it is told to end, lands in a worker whose main thread
+    is serving a request (an asyncio callback that would catch an exception raised by the handler)."""
+    pids, ended = tmp_path / "pids", threading.Event()
+    command = Command((sys.executable, "-S", "-c", BUSY, str(pids)))
+
+    def campaign() -> None:
+        fuzz_target_in_worker(
+            command, examples=2, seed=0, profile=Profile.api, bound=BOUND, allow=(), seconds=30
+        )
+        ended.set()
+
+    threading.Thread(target=campaign, daemon=True).start()  # the test's thread stays free to signal
+    started: list[int] = []
+    try:
+        deadline = time.monotonic() + 20
+        while not (pids.exists() and pids.read_text().endswith("\n")):
+            assert time.monotonic() < deadline, "the program never started"
+            time.sleep(0.01)
+        started = [int(pid) for pid in pids.read_text().split()]
+        time.sleep(0.1)  # asking as fast as it can
+        worker = int(Path(f"/proc/{started[0]}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        os.kill(worker, signal.SIGTERM)
+        assert ended.wait(5), "the worker went on"
+        assert [pid for pid in started if _alive(pid)] == []  # its program, and the child it started
+    finally:
+        for pid in started:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
