@@ -49,7 +49,13 @@ from sim.host.answers import (
 from sim.host.faults import Faulted, FaultKind, Where, faulted
 from sim.host.rate_limit import Limiter, RateLimit
 from sim.wire import STORE_LIMIT_BYTES, Api, models
-from sim.wire.azure_paths import AZURE_SERVED, has_api_version, served_as, unversioned_error
+from sim.wire.azure_paths import (
+    AZURE_SERVED,
+    has_api_version,
+    served_as,
+    unsupported_version,
+    unversioned_error,
+)
 from sim.wire.error_types import error_type as type_for_status
 from sim.wire.rate_estimate import Estimate, estimate
 from sim.wire.registry import CODECS
@@ -226,7 +232,10 @@ class Host(Generic[A]):
         if azure is not None:  # an Azure OpenAI client's path: served as the OpenAI path it stands for
             if azure.versioned and not has_api_version(query):
                 return JSONResponse(unversioned_error(method, path), status_code=404)  # Azure's shape
+            refused = unsupported_version(path, query)
             path = azure.path
+            if refused is not None and self._serves(method, path):
+                return JSONResponse(refused, status_code=400)
         route = self.routes.get(path)
         if route is None:
             return await self._resource(method, path, query, headers, body)
@@ -243,6 +252,13 @@ class Host(Generic[A]):
     async def _unrouted(self, request: Request, error: Exception) -> Response:
         status = error.status_code if isinstance(error, HTTPException) else 500
         return self._not_served(status, request.method, request.scope["path"])
+
+    def _serves(self, method: str, path: str) -> bool:
+        """Whether `method path` is one of the API's that this host answers."""
+        route = self.routes.get(path)
+        if route is not None:
+            return method in route[0]
+        return isinstance(routed([resource for resource, _ in self.resources], method, path), tuple)
 
     async def _resource(
         self, method: str, path: str, query: str, headers: Mapping[str, str], body: bytes

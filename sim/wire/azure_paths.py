@@ -29,6 +29,7 @@ __all__ = [
     "has_api_version",
     "key_headers",
     "served_as",
+    "unsupported_version",
     "unversioned",
     "unversioned_error",
 ]
@@ -93,6 +94,23 @@ def served_as(path: str) -> AzurePath | None:
 def unversioned(method: str, path: str) -> str:
     """Why an Azure OpenAI path without `api-version` is answered 404."""
     return f"{method} {path} needs ?{API_VERSION}= (Azure OpenAI answers 404 without it)"
+
+
+_DATED = re.compile(r"\d{4}-\d{2}-\d{2}(?:-preview)?")
+"""A dated `api-version` (`2024-10-21`, `2025-04-01-preview`): what Azure OpenAI's paths outside `/openai/v1/`
+take, and its v1 API (which names `v1` and `preview`, none given being `v1`) answers 400 `API version not
+supported`."""
+
+
+def unsupported_version(path: str, query: str) -> dict[str, dict[str, str]] | None:
+    """The body of Azure OpenAI's 400 to a path of its v1 API given a dated `api-version` (its own shape:
+    `code` and `message` only); None for any other path or version."""
+    if not path.startswith(V1_ROOT + "/"):
+        return None
+    given = parse_qs(query, keep_blank_values=True).get(API_VERSION, [])
+    if not any(_DATED.fullmatch(value) for value in given):
+        return None
+    return {"error": {"code": "BadRequest", "message": "API version not supported"}}
 
 
 def unversioned_error(method: str, path: str) -> dict[str, dict[str, str]]:

@@ -349,6 +349,36 @@ def test_a_path_without_api_version_is_azures_own_404_and_reaches_no_script(
     assert host.received == 0 and host.answerer.problems == []
 
 
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", f"/openai/v1/chat/completions?api-version={VERSION}"),
+        ("POST", "/openai/v1/responses?api-version=2025-04-01-preview"),
+        ("GET", "/openai/v1/models?api-version=2024-02-01"),
+        ("GET", "/openai/v1/responses/resp_1?api-version=preview&api-version=2024-10-21"),
+    ],
+)
+def test_azures_v1_api_refuses_an_api_version_it_does_not_take(
+    method: str, path: str, server: Served, scenario: Path
+) -> None:
+    """Azure OpenAI's v1 API takes `api-version` `v1` or `preview` (or none); a dated one, as the paths
+    outside it take, is answered 400 `API version not supported`, in Azure's own shape."""
+    server.host = host = played(scenario)
+    status, body = get(server.url + path, method=method, body=BODY if method == "POST" else None)
+    assert (status, body) == (400, {"error": {"code": "BadRequest", "message": "API version not supported"}})
+    assert host.received == 0 and host.answerer.problems == []
+
+
+@pytest.mark.parametrize("version", ["v1", "preview", ""])
+def test_azures_v1_api_takes_the_versions_it_names(version: str, server: Served, scenario: Path) -> None:
+    server.host = host = played(scenario)
+    query = {"api-version": version} if version else None
+    base_url = f"{server.url}/openai/v1/"
+    with OpenAI(base_url=base_url, api_key=KEY, max_retries=0, default_query=query) as client:
+        assert chat_loop(client, DEPLOYMENT, False) == FINAL
+    assert_played_whole(host)
+
+
 def test_a_hostile_deployment_name_is_only_a_name(server: Served, scenario: Path) -> None:
     """A deployment name with escapes, dots or a huge length is a name like any: the script answers it;
     one that decodes to more than one segment is no deployment path (the API's 404)."""
