@@ -33,7 +33,14 @@ from sim.wire.azure_paths import AZURE_API_KEY, azure_environment
 
 API_KEY = "sim-fuzz"
 """The placeholder key a program is given (never a real one: nothing it sends leaves the machine)."""
-WITHHELD = ("OPENAI_API_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID", AZURE_API_KEY, "AZURE_OPENAI_AD_TOKEN")
+WITHHELD = (
+    "OPENAI_API_KEY",
+    "OPENAI_ADMIN_KEY",
+    "OPENAI_ORG_ID",
+    "OPENAI_PROJECT_ID",
+    AZURE_API_KEY,
+    "AZURE_OPENAI_AD_TOKEN",
+)
 """Variables of sim's environment a program never sees: a real key or token, or ids the SDKs send as
 headers."""
 TAIL_LINES, TAIL_CHARACTERS = 10, 1000

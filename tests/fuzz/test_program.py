@@ -330,3 +330,11 @@ def test_a_database_keeps_a_programs_failures_under_its_command(tmp_path: Path) 
     assert database.data and all(key.startswith(namespace) for key in database.data)
     again = fuzz_target(program_target(command), examples=3, database=database)
     assert again.violations == first.violations and again.runs <= first.runs
+
+
+def test_an_admin_key_is_withheld_from_a_program_as_the_api_key_is() -> None:
+    """Both SDKs read OPENAI_ADMIN_KEY (the organization's admin key): a real key a program never gets."""
+    from sim.fuzz.program import program_environment
+
+    given = program_environment({"OPENAI_ADMIN_KEY": "sk-admin-real-0123456789", "PATH": "/bin"})
+    assert given == {"PATH": "/bin", "OPENAI_API_KEY": API_KEY, "AZURE_OPENAI_API_KEY": API_KEY}
