@@ -31,7 +31,7 @@ from sim.cli.terminal import (
 from sim.core.counts import counted
 from sim.core.errors import ConfigurationError
 from sim.core.untrusted import visible
-from sim.fuzz.terms import BOUND, MAX_RUN_SECONDS, RUN_SECONDS, Profile
+from sim.fuzz.terms import BOUND, MAX_RUN_SECONDS, MAX_WORKERS, RUN_SECONDS, Profile
 
 if TYPE_CHECKING:
     from sim.fuzz.databases import Guarded
@@ -123,6 +123,8 @@ def fuzz(
         raise usage_error("--examples must be at least 1")
     if workers < 1:
         raise usage_error("--workers must be at least 1")
+    if workers > MAX_WORKERS:
+        raise usage_error(f"--workers is at most {MAX_WORKERS} (a process each; one per core is the point)")
     kept = _database(database)
     if bound < 1:
         raise usage_error("--bound must be at least 1")

@@ -24,3 +24,6 @@ RUN_SECONDS = 60.0
 """How long a run may take before it is called a runaway."""
 MAX_RUN_SECONDS = 3600.0
 """The longest bound a run may be given."""
+MAX_WORKERS = 256
+"""The most campaigns `--workers` runs at once: each is a process with a simulator of its own (and its
+program), so more would exhaust memory and processes long before they used another core."""

@@ -156,3 +156,10 @@ def test_a_worker_told_to_end_while_it_serves_requests_kills_its_program_and_its
         for pid in started:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_more_workers_than_processes_can_bear_is_a_one_line_usage_error() -> None:
+    # one example: were the option let through, one worker would run, never 100000
+    done = in_process("fuzz", "--workers", "100000", "--examples", "1", "--", sys.executable, "-S", "-c", "")
+    assert done.returncode == 2 and "--workers is at most 256" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""
