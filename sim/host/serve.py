@@ -46,14 +46,16 @@ class CommandNotFound(Exception):
 
 
 class IdleClock:
-    """An ASGI app's requests watched: how long no request has been in flight (`idle_for`), so that a run
-    nobody talks to can be ended."""
+    """An ASGI app's requests watched: how long no request has been answered (`idle_for`), so that a run
+    nobody talks to can be ended. A request is being answered once its whole body has come (or its answer
+    has begun): one whose client stalls while sending it holds nothing up."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
         self.in_flight = 0
+        """Requests being answered."""
         self.since = time.monotonic()
-        """When the last request ended (or the watch began)."""
+        """When the last request began or ended (or the watch began)."""
         self.armed = True
         """Whether idleness still ends the run (`disarm` when the run ends another way)."""
 
@@ -61,15 +63,34 @@ class IdleClock:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        self.in_flight += 1
+        answering = False
+
+        def answer() -> None:
+            nonlocal answering
+            if not answering:
+                answering = True
+                self.in_flight += 1
+
+        async def received() -> Any:
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                answer()
+            return message
+
+        async def sent(message: Any) -> None:
+            answer()
+            await send(message)
+
+        self.since = time.monotonic()
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, received, sent)
         finally:
-            self.in_flight -= 1
+            if answering:
+                self.in_flight -= 1
             self.since = time.monotonic()
 
     def idle_for(self) -> float:
-        """Seconds since the last request ended, 0 while one is in flight."""
+        """Seconds since the last request began or ended, 0 while one is being answered."""
         return 0.0 if self.in_flight else time.monotonic() - self.since
 
     def disarm(self) -> None:

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -163,3 +164,37 @@ def test_more_workers_than_processes_can_bear_is_a_one_line_usage_error() -> Non
     done = in_process("fuzz", "--workers", "100000", "--examples", "1", "--", sys.executable, "-S", "-c", "")
     assert done.returncode == 2 and "--workers is at most 256" in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""
+
+
+def test_a_request_whose_client_stalls_while_sending_it_does_not_keep_an_idle_run_alive() -> None:
+    """`sim serve --idle-timeout`'s clock, given the request as uvicorn hands it over: headers first, the
+    body as it comes (here: half of it, then nothing)."""
+    import asyncio
+
+    from sim.host.serve import IdleClock
+
+    async def scenario() -> tuple[float, float, float]:
+        body: asyncio.Queue[dict[str, object]] = asyncio.Queue()
+
+        async def app(scope: object, receive: Any, send: Any) -> None:
+            while (await receive()).get("more_body"):
+                pass
+            await asyncio.sleep(0.05)  # answering: the reply's latency
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+
+        async def sent(message: object) -> None:
+            pass
+
+        clock = IdleClock(app)
+        request = asyncio.create_task(clock({"type": "http"}, body.get, sent))
+        await body.put({"type": "http.request", "body": b"{", "more_body": True})
+        await asyncio.sleep(0.05)
+        stalled = clock.idle_for()  # half a body, then nothing: idle
+        await body.put({"type": "http.request", "body": b"}", "more_body": False})
+        await asyncio.sleep(0.01)
+        answering = clock.idle_for()  # the whole request came: being answered
+        await request
+        return stalled, answering, clock.idle_for()
+
+    stalled, answering, after = asyncio.run(scenario())
+    assert stalled >= 0.04 and answering == 0.0 and after < 0.05
