@@ -20,7 +20,7 @@ from sim.core.counts import counted
 from sim.core.errors import CassetteError, ConfigurationError
 from sim.core.untrusted import visible
 from sim.wire import STORE_LIMIT_BYTES
-from sim.wire.azure_paths import AZURE_API_KEY, azure_environment
+from sim.wire.azure_paths import AZURE_API_KEY, azure_environment, module_client_type
 
 if TYPE_CHECKING:
     from sim.host.access_log import AccessLog
@@ -74,6 +74,7 @@ def proxied_environment(environ: Mapping[str, str], url: str) -> dict[str, str]:
     environment = {k: v for k, v in environ.items() if k not in PROXY_WITHHELD}
     environment.update(OPENAI_BASE_URL=url, OPENAI_API_KEY=PLACEHOLDER_KEY)
     environment.update({**azure_environment(url), AZURE_API_KEY: PLACEHOLDER_KEY})
+    environment.update(module_client_type(environment))  # `openai.chat...` picks no client given both
     return environment
 
 
@@ -257,6 +258,7 @@ class _Beside:
         environment.update(azure_environment(url))  # AzureOpenAI() finds it too
         if not environment.get(AZURE_API_KEY):
             environment[AZURE_API_KEY] = SERVED_KEY
+        environment.update(module_client_type(environment))  # `openai.chat...` picks no client given both
         return environment
 
     def run(self, server: AppServer, url: str, ready: Callable[[], None]) -> int | None:

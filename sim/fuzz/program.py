@@ -29,7 +29,7 @@ from pathlib import Path
 from sim.cassette.command_line import known_secrets, shown_command
 from sim.cassette.secrets import scrub_text
 from sim.core.errors import ConfigurationError
-from sim.wire.azure_paths import AZURE_API_KEY, azure_environment
+from sim.wire.azure_paths import AZURE_API_KEY, azure_environment, module_client_type
 
 API_KEY = "sim-fuzz"
 """The placeholder key a program is given (never a real one: nothing it sends leaves the machine)."""
@@ -84,9 +84,10 @@ class ProgramFailed(Exception):
 
 def program_environment(base: Mapping[str, str]) -> dict[str, str]:
     """`base` without what a program must not see (`WITHHELD`), with the placeholder key (for `OpenAI()`
-    and `AzureOpenAI()`); each run adds where its simulator is (`run_environment`)."""
+    and `AzureOpenAI()`) and a module-level client type (`module_client_type`); each run adds where its
+    simulator is (`run_environment`)."""
     kept = {name: value for name, value in base.items() if name not in WITHHELD}
-    return {**kept, "OPENAI_API_KEY": API_KEY, AZURE_API_KEY: API_KEY}
+    return {**kept, "OPENAI_API_KEY": API_KEY, AZURE_API_KEY: API_KEY, **module_client_type(kept)}
 
 
 def run_environment(url: str) -> dict[str, str]:

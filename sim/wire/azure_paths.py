@@ -14,6 +14,7 @@ below it (`/v1/deployments/{name}/chat/completions?api-version=`): sim serves th
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
 
@@ -22,12 +23,14 @@ __all__ = [
     "API_VERSION",
     "AZURE_API_KEY",
     "AZURE_SERVED",
+    "MODULE_CLIENT_TYPE",
     "AzurePath",
     "azure_environment",
     "azure_shaped",
     "below_base",
     "has_api_version",
     "key_headers",
+    "module_client_type",
     "served_as",
     "unsupported_version",
     "unversioned",
@@ -154,6 +157,17 @@ def key_headers(secret: str) -> dict[str, str]:
 
 AZURE_API_KEY = "AZURE_OPENAI_API_KEY"
 """The variable an `AzureOpenAI()` client reads its key from."""
+MODULE_CLIENT_TYPE = "OPENAI_API_TYPE"
+"""The variable the Python SDK's module-level client (`openai.chat.completions.create(...)`) is told which
+client to be by: without it, it refuses to guess when it finds OPENAI_API_KEY beside AZURE_OPENAI_API_KEY or
+AZURE_OPENAI_ENDPOINT (`AmbiguousModuleClientUsageError`)."""
+
+
+def module_client_type(environment: Mapping[str, str]) -> dict[str, str]:
+    """`OPENAI_API_TYPE=openai` unless `environment` names a type: a program sim points at itself is given
+    both OpenAI's and Azure OpenAI's variables, which would leave the module-level client refusing to start
+    (either answers it: OPENAI_BASE_URL and AZURE_OPENAI_ENDPOINT are the same server)."""
+    return {} if environment.get(MODULE_CLIENT_TYPE) else {MODULE_CLIENT_TYPE: "openai"}
 
 
 def azure_environment(base_url: str) -> dict[str, str]:

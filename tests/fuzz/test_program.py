@@ -337,4 +337,5 @@ def test_an_admin_key_is_withheld_from_a_program_as_the_api_key_is() -> None:
     from sim.fuzz.program import program_environment
 
     given = program_environment({"OPENAI_ADMIN_KEY": "sk-admin-real-0123456789", "PATH": "/bin"})
-    assert given == {"PATH": "/bin", "OPENAI_API_KEY": API_KEY, "AZURE_OPENAI_API_KEY": API_KEY}
+    assert given == {"PATH": "/bin", "OPENAI_API_KEY": API_KEY, "AZURE_OPENAI_API_KEY": API_KEY,
+                     "OPENAI_API_TYPE": "openai"}  # fmt: skip

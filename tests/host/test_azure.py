@@ -591,3 +591,48 @@ def test_a_recorded_path_below_its_base(path: str, below: str) -> None:
 )
 def test_where_azure_clients_are_pointed_beside_openai_base_url(base_url: str, endpoint: str) -> None:
     assert azure_environment(base_url) == {"AZURE_OPENAI_ENDPOINT": endpoint}
+
+
+def module_client_under(environment: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> OpenAI:
+    """The Python SDK's module-level client (`openai.chat.completions.create(...)`) as a program started in
+    `environment` gets it: what `import openai` reads from the environment, then its choice of client."""
+    import openai
+
+    for name in os.environ:
+        if name.startswith(("OPENAI_", "AZURE_OPENAI_")):
+            monkeypatch.delenv(name)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(openai, "api_type", os.environ.get("OPENAI_API_TYPE"))
+    monkeypatch.setattr(openai, "api_version", os.environ.get("OPENAI_API_VERSION"))
+    monkeypatch.setattr(openai, "azure_endpoint", os.environ.get("AZURE_OPENAI_ENDPOINT"))
+    monkeypatch.setattr(openai, "_client", None)
+    return openai._load_client()
+
+
+@pytest.mark.parametrize("runner", ["serve", "proxy", "fuzz"])
+@pytest.mark.parametrize("api_type", [None, "azure"])
+def test_the_module_level_client_starts_in_the_environment_a_command_is_given(
+    runner: str, api_type: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Given OPENAI_API_KEY beside AZURE_OPENAI_API_KEY and AZURE_OPENAI_ENDPOINT, the module-level client
+    refuses to choose (`AmbiguousModuleClientUsageError`) unless OPENAI_API_TYPE names one: the commands
+    `sim serve`, `sim proxy` and `sim fuzz` run get `openai` unless the user named one."""
+    from sim.cli.serving import _Beside, proxied_environment
+    from sim.fuzz.program import program_environment, run_environment
+
+    url = "http://127.0.0.1:8123/v1"
+    users = {"PATH": os.environ["PATH"], "OPENAI_API_VERSION": VERSION}
+    if api_type:
+        users["OPENAI_API_TYPE"] = api_type
+    if runner == "serve":
+        monkeypatch.setattr(os, "environ", users)
+        environment = _Beside(["program"], None).environment(url)
+        monkeypatch.undo()
+    elif runner == "proxy":
+        environment = proxied_environment(users, url)
+    else:
+        environment = {**program_environment(users), **run_environment(url)}
+    client = module_client_under(environment, monkeypatch)
+    assert isinstance(client, AzureOpenAI) == (api_type == "azure")
+    assert str(client.base_url) == ("http://127.0.0.1:8123/openai/" if api_type else f"{url}/")
