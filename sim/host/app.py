@@ -27,7 +27,7 @@ from typing import Any, Generic, TypeVar
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Content, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
@@ -247,7 +247,11 @@ class Host(Generic[A]):
     async def _asgi(self, request: Request) -> Response:
         scope = request.scope
         query = scope["query_string"].decode("latin-1")
-        return await self.respond(request.method, scope["path"], query, request.headers, await request.body())
+        try:
+            body = await request.body()
+        except ClientDisconnect:  # gone before its request was whole (killed, crashed): nobody to answer
+            return Response(status_code=400)
+        return await self.respond(request.method, scope["path"], query, request.headers, body)
 
     async def _unrouted(self, request: Request, error: Exception) -> Response:
         status = error.status_code if isinstance(error, HTTPException) else 500

@@ -198,3 +198,33 @@ def test_a_request_whose_client_stalls_while_sending_it_does_not_keep_an_idle_ru
 
     stalled, answering, after = asyncio.run(scenario())
     assert stalled >= 0.04 and answering == 0.0 and after < 0.05
+
+
+def test_a_client_that_goes_away_while_sending_its_request_is_no_error_of_the_server() -> None:
+    """What a program killed (or crashing) half-way through a request leaves the server: its body never
+    comes, then the disconnect. uvicorn logs whatever the app raises as an error with its traceback, on
+    sim's standard error, run after run."""
+    import asyncio
+
+    from tests.host.in_process import bundled
+
+    host = bundled()
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+        "path": "/v1/chat/completions", "raw_path": b"/v1/chat/completions", "query_string": b"",
+        "root_path": "", "headers": [(b"content-type", b"application/json"), (b"content-length", b"1000")],
+        "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 2),
+    }  # fmt: skip
+    told = iter(
+        [{"type": "http.request", "body": b'{"model":', "more_body": True}, {"type": "http.disconnect"}]
+    )
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return next(told)
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(host.app(scope, receive, send))  # raised ClientDisconnect before
+    assert host.received == 0
