@@ -308,7 +308,8 @@ def test_a_command_under_the_proxy_holds_no_credential_of_the_users_and_azure_op
     from sim.cli.serving import PLACEHOLDER_KEY, proxied_environment
 
     users = {"AZURE_OPENAI_AD_TOKEN": ENTRA, "OPENAI_ADMIN_KEY": "sk-admin-users-own-0123456789",
-             "AZURE_OPENAI_API_KEY": KEY, "OPENAI_API_KEY": KEY, "OPENAI_API_VERSION": "2024-10-21"}  # fmt: skip
+             "AZURE_OPENAI_API_KEY": KEY, "OPENAI_API_KEY": KEY,
+             "OPENAI_API_VERSION": "2024-10-21"}  # fmt: skip
     environment = proxied_environment(users, "http://127.0.0.1:8123/v1")
     assert not {"AZURE_OPENAI_AD_TOKEN", "OPENAI_ADMIN_KEY"} & set(environment)
     assert KEY not in environment.values() and ENTRA not in environment.values()
