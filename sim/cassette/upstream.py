@@ -74,13 +74,14 @@ class UpstreamUrl:
 
     def credentials(self, headers: Mapping[str, str]) -> dict[str, str]:
         """The credential headers (`authorization: Bearer KEY`, account ids) as this upstream takes them:
-        to Azure OpenAI, a key in `api-key` too, and a Microsoft Entra token as the Bearer token alone (as
-        `AzureOpenAI` sends them)."""
+        to Azure OpenAI, a key in `api-key` instead of the Bearer token, and a Microsoft Entra token as the
+        Bearer token alone (as `AzureOpenAI` sends each: never both, which its dated paths need not take)."""
         sent = dict(headers)
         token = sent.get("authorization", "").removeprefix("Bearer ")
-        if self.azure and token:
-            sent.update(key_headers(token))
-        return sent
+        azure = key_headers(token) if self.azure and token else {}
+        if azure:
+            del sent["authorization"]
+        return {**sent, **azure}
 
     def target(self, tail: str, query: str = "", *, shown: bool = False) -> str:
         """The URL a request for `tail` (a path below the base, such as `/chat/completions`) goes to, its

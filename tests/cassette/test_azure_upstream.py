@@ -124,7 +124,7 @@ def test_sim_proxy_sends_a_key_as_api_key_to_an_azure_upstream_and_never_writes_
     cassette = proxied(tmp_path, upstream, KEY, api)
     assert witnessed.seen and all(path.startswith("/openai/v1/") for path, _, _ in witnessed.seen)
     for _, _, headers in witnessed.seen:
-        assert headers["api-key"] == KEY and headers["authorization"] == f"Bearer {KEY}"
+        assert headers["api-key"] == KEY and "authorization" not in headers  # as AzureOpenAI sends a key
     assert f"{upstream.url}/openai/v1/" in cassette.read_text()
 
 
@@ -255,7 +255,7 @@ def test_sim_drift_sends_api_key_to_an_azure_upstream_and_never_writes_it(
     assert witnessed.seen
     for path, query, headers in witnessed.seen:
         assert path == "/openai/v1/chat/completions" and query == "api-version=preview"
-        assert headers["api-key"] == KEY and headers["authorization"] == f"Bearer {KEY}"
+        assert headers["api-key"] == KEY and "authorization" not in headers
     assert_never_written(out, KEY, printed=done.stdout + done.stderr)
 
 
@@ -274,7 +274,9 @@ def test_sim_drift_sends_api_key_to_an_azure_upstream_and_never_writes_it(
 def test_which_upstreams_are_azure(url: str, azure: bool) -> None:
     assert UpstreamUrl.parse(url).azure is azure
     sent = UpstreamUrl.parse(url).credentials({"authorization": f"Bearer {KEY}"})
-    assert sent == {"authorization": f"Bearer {KEY}", **({"api-key": KEY} if azure else {})}
+    assert sent == ({"api-key": KEY} if azure else {"authorization": f"Bearer {KEY}"})
+    entra = UpstreamUrl.parse(url).credentials({"authorization": f"Bearer {ENTRA}"})
+    assert entra == {"authorization": f"Bearer {ENTRA}"}
 
 
 def test_settings_of_a_live_run_at_azure(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
