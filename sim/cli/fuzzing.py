@@ -326,7 +326,8 @@ def _save(campaign: TargetCampaign, folder: Path, seed: int) -> Path:
     broke = "; ".join(map(str, campaign.violations))
     fuzzed = f"-- {campaign.target}" if campaign.program else f"--target {campaign.target}"
     drawn = f"sim fuzz {fuzzed} ({campaign.profile} profile, seed {seed})"
-    name, description = f"fuzz-target-seed-{seed}", f"Drawn by {drawn}. It found: {broke}"
+    # the command's words and the findings are untrusted: a bidi override must not turn the file around
+    name, description = f"fuzz-target-seed-{seed}", visible(f"Drawn by {drawn}. It found: {broke}")
     return save_scenario(campaign.failure.scenario, folder, name, description)
 
 

@@ -68,7 +68,7 @@ def test_no_key_on_the_command_line_nor_on_the_programs_standard_error_is_writte
     tmp_path: Path,
 ) -> None:
     report, saved = tmp_path / "report.html", tmp_path / "saved"
-    command = [sys.executable, "-S", "-c", ASKS_THEN_TELLS_ITS_KEY, "--api-key", ARGUMENT_KEY]
+    command = [sys.executable, "-S", "-c", ASKS_THEN_TELLS_ITS_KEY, "--api-key", ARGUMENT_KEY, "\u202ecba"]
     done = in_process(
         "fuzz", "--examples", "1", "--report", report, "--save", saved, "--database", tmp_path / "db", "--",
         *command, env={"OPENAI_API_KEY": ENVIRONMENT_KEY},
@@ -84,6 +84,8 @@ def test_no_key_on_the_command_line_nor_on_the_programs_standard_error_is_writte
         assert secret not in done.stdout + done.stderr
         for path in written:
             assert secret.encode() not in path.read_bytes(), path
+    for path in (report, *saved.iterdir()):  # the bidi override written out, never turning text around
+        assert "\u202e" not in path.read_text(), path
 
 
 def test_sim_serve_shows_no_key_of_the_command_it_ran(tmp_path: Path) -> None:
