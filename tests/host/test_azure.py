@@ -86,6 +86,19 @@ def run_shell(arguments: str) -> str:
 # The loops: what an agent written against the SDK does, sync and async, over each API.
 
 
+def answered(messages: list[Any], message: Any) -> str | None:
+    """The answer when the Chat `message` makes no calls; else None, its calls and their results appended."""
+    calls = message.tool_calls or []
+    if not calls:
+        return str(message.content)
+    messages.append({"role": "assistant", "content": message.content, "tool_calls": calls_sent(calls)})
+    messages += [
+        {"role": "tool", "tool_call_id": call.id, "content": run_shell(call.function.arguments)}
+        for call in calls
+    ]
+    return None
+
+
 def chat_loop(client: OpenAI, model: str, stream: bool) -> str:
     messages: list[Any] = [{"role": "user", "content": PROMPT}]
     while True:
@@ -95,14 +108,8 @@ def chat_loop(client: OpenAI, model: str, stream: bool) -> str:
         else:
             message = client.chat.completions.create(model=model, messages=messages, tools=CHAT_TOOLS)
             message = message.choices[0].message
-        calls = message.tool_calls or []
-        if not calls:
-            return str(message.content)
-        messages.append({"role": "assistant", "content": message.content, "tool_calls": calls_sent(calls)})
-        messages += [
-            {"role": "tool", "tool_call_id": call.id, "content": run_shell(call.function.arguments)}
-            for call in calls
-        ]
+        if (answer := answered(messages, message)) is not None:
+            return answer
 
 
 async def async_chat_loop(client: AsyncOpenAI, model: str, stream: bool) -> str:
@@ -115,14 +122,8 @@ async def async_chat_loop(client: AsyncOpenAI, model: str, stream: bool) -> str:
         else:
             reply = await client.chat.completions.create(model=model, messages=messages, tools=CHAT_TOOLS)
             message = reply.choices[0].message
-        calls = message.tool_calls or []
-        if not calls:
-            return str(message.content)
-        messages.append({"role": "assistant", "content": message.content, "tool_calls": calls_sent(calls)})
-        messages += [
-            {"role": "tool", "tool_call_id": call.id, "content": run_shell(call.function.arguments)}
-            for call in calls
-        ]
+        if (answer := answered(messages, message)) is not None:
+            return answer
 
 
 def calls_sent(calls: list[Any]) -> list[dict[str, Any]]:
