@@ -30,6 +30,7 @@ from sim.fuzz.program import API_KEY, Command, program_target
 from sim.fuzz.target import fuzz_target
 from tests.commands import in_a_process, in_process
 from tests.host.processes import SIM
+from tests.process_table import alive
 
 PROGRAMS = Path(__file__).parent / "programs"
 CHAT = [sys.executable, str(PROGRAMS / "chat_loop.py")]
@@ -50,15 +51,6 @@ def campaign_json(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     """What `sim fuzz --json` printed: nothing but the JSON document."""
     data: dict[str, Any] = json.loads(done.stdout)
     return data
-
-
-def alive(pid: int) -> bool:
-    """Whether process `pid` runs (a zombie nobody reaped yet is over)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def gone(pids: list[int], seconds: float = 5) -> bool:

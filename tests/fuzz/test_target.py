@@ -25,6 +25,7 @@ from sim.fuzz.terms import Profile
 from tests.commands import in_a_process
 from tests.fuzz import targets
 from tests.host.processes import SIM
+from tests.process_table import alive, children
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -211,14 +212,6 @@ def test_a_target_that_ends_the_process_is_a_crash_never_a_pass(
         assert again.returncode == 1 and f"! crash: {said}" in again.stdout, again.stdout + again.stderr
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
-
-
 def test_nothing_a_target_does_to_its_process_reaches_sim(tmp_path: Path) -> None:
     """A thread left running, a child left behind, another current folder, standard output closed: sim
     still ends after its verdict, saves where it was told, prints its JSON, and ends the child."""
@@ -236,9 +229,9 @@ def test_nothing_a_target_does_to_its_process_reaches_sim(tmp_path: Path) -> Non
         assert summary["saved"] == "failures/fuzz-target-seed-0.yaml" and summary["violations"]
         assert (tmp_path / summary["saved"]).is_file() and not list(elsewhere.iterdir())
         assert "Traceback" not in done.stderr
-        assert not _alive(int(child_pid.read_text()))
+        assert not alive(int(child_pid.read_text()))
     finally:
-        if child_pid.exists() and _alive(pid := int(child_pid.read_text())):
+        if child_pid.exists() and alive(pid := int(child_pid.read_text())):
             os.kill(pid, 9)
 
 
@@ -253,17 +246,6 @@ def test_a_failing_run_that_cannot_be_saved_is_one_line_and_the_verdict_stands(r
     assert [line for line in done.output.splitlines() if "warning" in line] == [said]
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(stat.parent.name))
-        except (OSError, IndexError, ValueError):
-            continue
-    return found
-
-
 @pytest.mark.parametrize(("signal_number", "returncode"), [(15, 143), (9, -9)])
 def test_the_worker_ends_when_sim_is_ended(signal_number: int, returncode: int) -> None:
     """The worker has a session of its own (a signal to sim's process group does not reach it): SIGTERM
@@ -273,18 +255,18 @@ def test_the_worker_ends_when_sim_is_ended(signal_number: int, returncode: int) 
     workers: list[int] = []
     try:
         deadline = time.monotonic() + 60
-        while not (workers := _children(sim.pid)) and time.monotonic() < deadline:
+        while not (workers := children(sim.pid)) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert workers, "no worker started"
         os.kill(sim.pid, signal_number)
         assert sim.wait(timeout=30) == returncode
         deadline = time.monotonic() + 10
-        while any(_alive(worker) for worker in workers) and time.monotonic() < deadline:
+        while any(alive(worker) for worker in workers) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not any(_alive(worker) for worker in workers)
+        assert not any(alive(worker) for worker in workers)
     finally:
         sim.kill()
-        for worker in filter(_alive, workers):
+        for worker in filter(alive, workers):
             os.kill(worker, 9)
 
 

@@ -22,6 +22,7 @@ from sim.fuzz.terms import Profile
 from sim.fuzz.worker import merged, share, worker_seed
 from tests.commands import in_a_process, in_process
 from tests.host.processes import SIM
+from tests.process_table import alive, children
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = "WORKER-PROGRAM-STDOUT-MARKER"
@@ -174,25 +175,6 @@ def test_a_database_is_shared_by_every_worker(program: list[str], tmp_path: Path
     assert "cannot handle a long answer" in data["violations"][0]["detail"]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(stat.parent.name))
-        except (OSError, IndexError, ValueError):
-            continue
-    return found
-
-
 @pytest.mark.parametrize(
     ("how", "returncode", "grandchildren"),
     [(signal.SIGTERM, 143, True), (signal.SIGINT, 130, True), (signal.SIGKILL, -9, False)],
@@ -213,21 +195,21 @@ def test_ending_sim_ends_every_worker_and_their_programs(
         while (not pids.exists() or len(pids.read_text().split()) < 4) and time.monotonic() < deadline:
             time.sleep(0.05)
         programs = [int(pid) for pid in pids.read_text().split()]
-        workers = _children(sim.pid)
+        workers = children(sim.pid)
         started = workers + programs
         assert len(workers) == 2 and len(programs) == 4, (workers, programs)
         os.kill(sim.pid, how)
         assert sim.wait(timeout=30) == returncode
         expected_gone = started if grandchildren else workers + programs[0::2]
         deadline = time.monotonic() + 10
-        while any(map(_alive, expected_gone)) and time.monotonic() < deadline:
+        while any(map(alive, expected_gone)) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not any(map(_alive, expected_gone)), {pid: _alive(pid) for pid in started}
+        assert not any(map(alive, expected_gone)), {pid: alive(pid) for pid in started}
         assert sim.stderr is not None and "Traceback" not in sim.stderr.read().decode()
     finally:
         sim.kill()
         sim.wait()
-        for pid in filter(_alive, started):
+        for pid in filter(alive, started):
             os.kill(pid, signal.SIGKILL)
 
 
