@@ -104,7 +104,8 @@ def fuzzed_target(campaign: TargetCampaign) -> Report:
     if campaign.unsimulated:
         figures += (("runs not simulated", campaign.unsimulated),)
     page.tally = Tally(figures, verdict, None if vacuous else not found)
-    page.outcomes.update({f"raised {name}": count for name, count in campaign.raised.items()})
+    how = "ended with" if campaign.program else "raised"  # a program's runs end by an exit or a signal
+    page.outcomes.update({f"{how} {name}": count for name, count in campaign.raised.items()})
     if note := campaign.unhonoured_note():
         page.notes.append(note)
     failure = campaign.failure

@@ -261,6 +261,14 @@ def test_a_target_campaign_leads_with_its_figures_and_verdict(
     assert "<script>" not in html and "0 passed" not in html
 
 
+def test_a_programs_runs_ended_by_an_exit_are_told_so_not_as_raised() -> None:
+    campaign = TargetCampaign("node loop.mjs", Profile.api, runs=5, requests=9, round_trips=2, program=True)
+    campaign.raised.update({"exit code 1": 2, "signal SIGSEGV": 1})
+    html = render(fuzzed_target(campaign))
+    assert "ended with exit code 1" in html and "ended with signal SIGSEGV" in html
+    assert "raised exit code" not in html and "sim fuzz -- node loop.mjs" in html
+
+
 def test_pytest_writes_one_report_for_scenario_and_cassette_items(pytester: pytest.Pytester) -> None:
     folder = pytester.mkdir("cases")
     (folder / "ok.yaml").write_text((ROOT / "scenarios" / "echo-42.yaml").read_text())
