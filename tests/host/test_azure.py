@@ -15,6 +15,7 @@ import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -417,25 +418,27 @@ def origin_of(base_url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}"
 
 
+def as_openai(api: str, base_url: str) -> str:
+    """The tool loop over `api` run by an `OpenAI` client at `base_url`."""
+    with OpenAI(base_url=base_url, api_key="sk-client-0123456789", max_retries=0) as client:
+        return LOOPS[api](client, DEPLOYMENT, False)
+
+
+def as_azure(api: str, base_url: str) -> str:
+    """The tool loop over `api` run by an `AzureOpenAI` client at the origin of `base_url`."""
+    with azure_client(origin_of(base_url), "key") as client:
+        return LOOPS[api](client, DEPLOYMENT, False)
+
+
 @pytest.mark.parametrize("api", ["chat", "responses"])
 def test_a_cassette_recorded_at_openais_url_is_served_to_an_azure_client(
     api: str, server: Served, scenario: Path, tmp_path: Path
 ) -> None:
     server.host = played(scenario)
     cassette = tmp_path / "openai.yaml"
-
-    def as_openai(base_url: str) -> str:
-        with OpenAI(base_url=base_url, api_key="sk-client-0123456789", max_retries=0) as client:
-            return LOOPS[api](client, DEPLOYMENT, False)
-
-    record_through_proxy(cassette, f"{server.url}/v1", as_openai)
+    record_through_proxy(cassette, f"{server.url}/v1", partial(as_openai, api))
     assert f"{server.url}/v1/{'chat/completions' if api == 'chat' else 'responses'}" in cassette.read_text()
-
-    def as_azure(base_url: str) -> str:
-        with azure_client(origin_of(base_url), "key") as client:
-            return LOOPS[api](client, DEPLOYMENT, False)
-
-    serve_once(cassette, as_azure)
+    serve_once(cassette, partial(as_azure, api))
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
@@ -444,20 +447,10 @@ def test_a_cassette_recorded_from_an_azure_client_is_served_to_an_openai_client(
 ) -> None:
     server.host = played(scenario)
     cassette = tmp_path / "azure.yaml"
-
-    def as_azure(base_url: str) -> str:
-        with azure_client(origin_of(base_url), "key") as client:
-            return LOOPS[api](client, DEPLOYMENT, False)
-
-    record_through_proxy(cassette, server.url, as_azure)
+    record_through_proxy(cassette, server.url, partial(as_azure, api))
     text = cassette.read_text()
     assert f"api-version={VERSION}" in text and KEY not in text
-
-    def as_openai(base_url: str) -> str:
-        with OpenAI(base_url=base_url, api_key="sk-client-0123456789", max_retries=0) as client:
-            return LOOPS[api](client, DEPLOYMENT, False)
-
-    serve_once(cassette, lambda base_url: as_openai(origin_of(base_url) + "/v1"))
+    serve_once(cassette, lambda base_url: as_openai(api, origin_of(base_url) + "/v1"))
 
 
 def test_sim_serve_scenario_answers_an_azure_client_in_a_real_process(scenario: Path) -> None:
