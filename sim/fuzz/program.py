@@ -13,14 +13,11 @@ by a function run in the forked child (which makes Python fork the whole worker,
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import functools
 import os
 import select
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,6 +26,7 @@ from pathlib import Path
 from sim.cassette.command_line import known_secrets, shown_command
 from sim.cassette.secrets import scrub_text
 from sim.core.errors import ConfigurationError
+from sim.host.parent_death import die_with_parent, dying_with_parent
 from sim.wire.azure_paths import AZURE_API_KEY, azure_environment, module_client_type
 
 API_KEY = "sim-fuzz"
@@ -166,7 +164,7 @@ class ProgramRun:
     def run(self) -> None:
         """Run the program to its end; `ProgramFailed` for an exit that is not 0 (or allowed) or a signal."""
         environment = {**self.target.environment, **run_environment(self.url)}
-        wrapper = _dying_with_parent()
+        wrapper = dying_with_parent()
         with self._lock:
             if self._stopped:
                 return
@@ -177,7 +175,7 @@ class ProgramRun:
                 stderr=subprocess.PIPE,
                 env=environment,
                 start_new_session=True,
-                preexec_fn=_die_with_parent if not wrapper and _PRCTL is not None else None,
+                preexec_fn=None if wrapper else die_with_parent,  # the worker thread lives as long as the run
             )
             _RUNNING.add(process.pid)
         assert process.stderr is not None
@@ -249,35 +247,3 @@ def _tail_until_exit(process: subprocess.Popen[bytes], stderr: int) -> str:
             os.close(exited)
     said = scrub_text(tail.decode(errors="replace"), known_secrets())  # before it is cut: no key half kept
     return "\n".join(said.splitlines()[-TAIL_LINES:])[-TAIL_CHARACTERS:]
-
-
-@functools.cache
-def _dying_with_parent() -> tuple[str, ...]:
-    """The command that runs a program with `PR_SET_PDEATHSIG` set (`setpriv`), if it is there and works."""
-    setpriv = shutil.which("setpriv") if sys.platform == "linux" else None
-    if setpriv is None:
-        return ()
-    wrapper = (setpriv, "--pdeathsig", "KILL", "--")
-    try:
-        tried = subprocess.run([*wrapper, "true"], capture_output=True, timeout=10, check=False)
-        works = tried.returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        works = False
-    return wrapper if works else ()
-
-
-def _load_prctl() -> ctypes._NamedFuncPointer | None:
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-_PRCTL = _load_prctl()
-
-
-def _die_with_parent() -> None:
-    """In the program's process, before it runs: be killed when the thread that started it ends (Linux's
-    `PR_SET_PDEATHSIG`: the worker thread lives as long as the run, and dies with sim)."""
-    assert _PRCTL is not None
-    _PRCTL(1, signal.SIGKILL)

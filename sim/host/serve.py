@@ -17,6 +17,8 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
+from sim.host.parent_death import die_with_parent
+
 
 def listen(host: str, port: int) -> socket.socket:
     """A bound, listening socket; port 0 picks a free one."""
@@ -192,7 +194,9 @@ class AppServer:
         async def run_command() -> None:
             nonlocal code
             try:
-                child = await asyncio.create_subprocess_exec(*command, env=dict(environment or os.environ))
+                child = await asyncio.create_subprocess_exec(
+                    *command, env=dict(environment or os.environ), preexec_fn=die_with_parent
+                )  # killed with sim, even by SIGKILL (Linux): the loop's thread lives as long as sim
             except OSError as error:
                 self.stop()
                 status = 126 if isinstance(error, PermissionError | IsADirectoryError) else 127

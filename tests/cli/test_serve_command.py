@@ -21,6 +21,7 @@ from examples.frameworks.raw_sdk_weather import run_chat
 from sim.cli.serving import SERVED_KEY
 from tests.commands import in_process
 from tests.host.processes import ROOT, SIM, served
+from tests.process_table import alive
 
 FRAMEWORKS = ROOT / "examples" / "frameworks"
 WEATHER = FRAMEWORKS / "weather.yaml"
@@ -223,6 +224,15 @@ def test_an_idle_timeout_out_of_range_is_a_usage_error(value: str) -> None:
     ]
 
 
+def command_pid(sim: subprocess.Popen[str], pid_file: Path) -> int:
+    """The process id the command `sim` runs wrote to `pid_file`, once it has."""
+    deadline = time.monotonic() + 30
+    while not (pid_file.exists() and pid_file.read_text()):
+        assert sim.poll() is None and time.monotonic() < deadline, "the command never started"
+        time.sleep(0.02)
+    return int(pid_file.read_text())
+
+
 @pytest.mark.parametrize(
     ("number", "minds"), [(signal.SIGTERM, "mind"), (signal.SIGINT, "mind"), (signal.SIGTERM, "ignore")]
 )
@@ -235,11 +245,7 @@ def test_a_signal_to_sim_ends_the_command(programs: Path, tmp_path: Path, number
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 30
-        while not (pid_file.exists() and pid_file.read_text()):
-            assert sim.poll() is None and time.monotonic() < deadline, "the command never started"
-            time.sleep(0.02)
-        pid = int(pid_file.read_text())
+        pid = command_pid(sim, pid_file)
         sim.send_signal(number)
         _, stderr = sim.communicate(timeout=20)
     finally:
@@ -251,6 +257,31 @@ def test_a_signal_to_sim_ends_the_command(programs: Path, tmp_path: Path, number
     assert f"was stopped when the run ended: it was ended by {ended}" in stderr
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="PR_SET_PDEATHSIG is Linux's")
+def test_sim_killed_outright_takes_the_command_with_it(programs: Path, tmp_path: Path) -> None:
+    """SIGKILL leaves sim no time to end its command: the kernel ends it (the command ignores SIGTERM)."""
+    pid_file = tmp_path / "pid"
+    command = [sys.executable, str(programs / "sleeper.py"), str(pid_file), "ignore"]
+    sim = subprocess.Popen(
+        [*SIM, "serve", str(WEATHER), "--port", "0", "--", *command],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    pid = None
+    try:
+        pid = command_pid(sim, pid_file)
+        sim.kill()
+        sim.wait(timeout=20)
+        deadline = time.monotonic() + 5
+        while alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert not alive(pid), "the command outlived sim"
+    finally:
+        if sim.poll() is None:
+            sim.kill()
+        if pid is not None and alive(pid):  # the bug this test is for: clean up after it
+            os.kill(pid, signal.SIGKILL)
 
 
 def documented_commands() -> list[tuple[str, str]]:
