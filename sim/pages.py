@@ -4,7 +4,6 @@ build their pages here."""
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -111,10 +110,7 @@ def fuzzed_target(campaign: TargetCampaign) -> Report:
     failure = campaign.failure
     if failure is None:
         return page
-    again = f"sim fuzz --target {campaign.target} --replay {campaign.saved}"
-    if campaign.program:  # a program's run is played to it by sim serve
-        again = f"sim serve {shlex.quote(str(campaign.saved))} --once -- {campaign.target}"
-    page.notes.append(f"smallest failing run: {campaign.saved}; to reproduce it: {again}")
+    page.notes.append(f"smallest failing run: {campaign.saved}; to reproduce it: {campaign.replay_command()}")
     script = [
         Line(LineKind.note, f"request {number}: {describe_reply(spec)}") for number, spec in failure.served
     ]

@@ -6,7 +6,6 @@ help is built without them."""
 
 from __future__ import annotations
 
-import shlex
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
@@ -179,7 +178,7 @@ def fuzz(
             out.print(Text(f"! {note}", style="yellow"))
         _say(campaign.violations)
         if campaign.saved is not None:
-            again = visible(_again(spec, campaign.saved))
+            again = visible(campaign.replay_command() or "")
             out.print(f"smallest failing run: {campaign.saved} (to reproduce it: {again})", markup=False)
         if vacuous:
             out.print(Text(f"! nothing was tested: {vacuous}", style="red"))
@@ -274,14 +273,6 @@ def _spec(target: str | None, command: list[str], allow: list[str], allow_exit: 
     except ConfigurationError as error:
         raise usage_error(str(error)) from None
     return spec
-
-
-def _again(spec: TargetSpec, saved: Path) -> str:
-    """The command line that plays the saved run to the loop again (a credential in the command replaced:
-    the user puts theirs back)."""
-    if isinstance(spec, str):
-        return f"sim fuzz --target {spec} --replay {shlex.quote(str(saved))}"
-    return f"{shlex.join(['sim', 'serve', str(saved), '--once', '--'])} {spec.name}"
 
 
 def _database(where: str | None) -> Guarded | None:

@@ -63,15 +63,14 @@ IdleTimeout = Annotated[
 ]
 
 
-PROXY_WITHHELD = (*ACCOUNT_VARIABLES, "AZURE_OPENAI_AD_TOKEN", "OPENAI_ADMIN_KEY")
-"""What a command run by `sim proxy` does not get besides the account settings: credentials the proxy holds
-in their place (`AzureOpenAI()` takes an Entra ID token in AZURE_OPENAI_AD_TOKEN before any key)."""
-
-
 def proxied_environment(environ: Mapping[str, str], url: str) -> dict[str, str]:
     """The environment of the command `sim proxy` runs: `environ` pointed at the proxy at `url`, for
-    `OpenAI()` and `AzureOpenAI()` alike, with placeholder keys and none of `PROXY_WITHHELD`."""
-    environment = {k: v for k, v in environ.items() if k not in PROXY_WITHHELD}
+    `OpenAI()` and `AzureOpenAI()` alike, with placeholder keys and none of the credentials and account ids
+    the proxy holds in their place (`SECRET_VARIABLES`: `AzureOpenAI()` takes an Entra ID token in
+    AZURE_OPENAI_AD_TOKEN before any key)."""
+    from sim.cassette.command_line import SECRET_VARIABLES
+
+    environment = {k: v for k, v in environ.items() if k not in SECRET_VARIABLES}
     environment.update(OPENAI_BASE_URL=url, OPENAI_API_KEY=PLACEHOLDER_KEY)
     environment.update({**azure_environment(url), AZURE_API_KEY: PLACEHOLDER_KEY})
     environment.update(module_client_type(environment))  # `openai.chat...` picks no client given both

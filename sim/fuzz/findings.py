@@ -4,6 +4,7 @@ replies it got and what it raised; how a run is made is `sim.fuzz.target`'s."""
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,6 +197,16 @@ class TargetCampaign:
             " if it means to run tools, it does not see their calls (for the deprecated `functions`, a call"
             " is in `message.function_call`)"
         )
+
+    def replay_command(self) -> str | None:
+        """The command line that plays the saved failing run to the loop again, if one was saved: `sim fuzz
+        --target ... --replay FILE`, or for a program `sim serve FILE --once -- COMMAND` (a credential in the
+        command replaced: the user puts theirs back)."""
+        if self.saved is None:
+            return None
+        if self.program:
+            return f"{shlex.join(['sim', 'serve', str(self.saved), '--once', '--'])} {self.target}"
+        return f"sim fuzz --target {self.target} --replay {shlex.quote(str(self.saved))}"
 
     def unhonoured_note(self) -> str | None:
         """What the summary says of tools whose schemas the generator could not always meet, if any."""

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from sim.cassette.command_line import known_secrets, shown_command
+from sim.cassette.command_line import SECRET_VARIABLES, known_secrets, shown_command
 from sim.cassette.secrets import scrub_text
 from sim.core.errors import ConfigurationError
 from sim.host.parent_death import die_with_parent, dying_with_parent
@@ -31,14 +31,7 @@ from sim.wire.azure_paths import AZURE_API_KEY, azure_environment, module_client
 
 API_KEY = "sim-fuzz"
 """The placeholder key a program is given (never a real one: nothing it sends leaves the machine)."""
-WITHHELD = (
-    "OPENAI_API_KEY",
-    "OPENAI_ADMIN_KEY",
-    "OPENAI_ORG_ID",
-    "OPENAI_PROJECT_ID",
-    AZURE_API_KEY,
-    "AZURE_OPENAI_AD_TOKEN",
-)
+WITHHELD = SECRET_VARIABLES
 """Variables of sim's environment a program never sees: a real key or token, or ids the SDKs send as
 headers."""
 TAIL_LINES, TAIL_CHARACTERS = 10, 1000
